@@ -1,0 +1,95 @@
+package redistest
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a Redis Cluster on loopback.
+type Cluster struct {
+	Nodes []*Server // masters first, then replicas, as redis-cli assigned them
+	Addrs []string
+}
+
+// StartCluster starts masters*(1+replicas) redis-server processes in cluster
+// mode, joins them with redis-cli --cluster create, and waits until every
+// node reports the cluster ok. Nodes time out after one second, so that a
+// replica takes over a killed master quickly.
+func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
+	tb.Helper()
+	cli := binary(tb, "redis-cli")
+	c := &Cluster{}
+	for range masters * (1 + replicas) {
+		s := start(tb, true, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0")
+		c.Nodes = append(c.Nodes, s)
+		c.Addrs = append(c.Addrs, s.Addr)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	out, err := exec.Command(cli, args...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.WaitOK(tb)
+	return c
+}
+
+// WaitOK waits, up to 30 seconds, until every running node reports
+// cluster_state:ok and knows a master for every slot.
+func (c *Cluster) WaitOK(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bad := c.notOK()
+		if bad == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: cluster not ok after 30s: %s", bad)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// notOK names a node that is running but not yet ok, or returns "".
+func (c *Cluster) notOK() string {
+	for _, s := range c.Nodes {
+		if !s.running() {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := cl.ClusterInfo(ctx).Result()
+		cancel()
+		cl.Close()
+		if err != nil {
+			return s.Addr + ": " + err.Error()
+		}
+		if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
+			return s.Addr + " is not ok yet"
+		}
+	}
+	return ""
+}
+
+// Client returns a cluster client, closed when the test ends.
+func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	tb.Cleanup(func() { _ = cl.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.Ping(ctx).Err()
+	}); err != nil {
+		tb.Fatalf("redistest: cluster client: %v", err)
+	}
+	return cl
+}

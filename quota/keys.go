@@ -1,0 +1,57 @@
+package quota
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// DefaultPrefix starts every key the limiter writes unless WithPrefix says otherwise.
+const DefaultPrefix = "tollgate:"
+
+// Key layout, for a scope S, a bucket B and a window w:
+//
+//	<prefix>{S}:B:w:log    the log: a list of "<µs>:<cost>:<id>" entries, oldest first
+//	<prefix>{S}:B:w:meta   "<sum>:<tail µs>:<head µs>" beside the log
+//	<prefix>{S}:pause      a hash: bucket (or "*") -> instant spending may resume
+//
+// Every key of a scope carries the scope in one {hash tag}, so a decision's
+// keys live on one Redis Cluster slot. Scope, bucket and zone names pass
+// through keyPart, which keeps readable names as they are and replaces any
+// other string by a hash: braces, separators, spaces or 10 KB of text in a
+// name can neither move a key to another slot nor reach another scope's keys.
+
+// keyPart returns s when it is a short name of letters, digits and . _ - /
+// and otherwise "#" followed by a hash of s; '#' never appears in a readable
+// name, so the two forms cannot collide.
+func keyPart(s string) string {
+	if len(s) > 0 && len(s) <= 64 {
+		readable := true
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+				c == '.' || c == '_' || c == '-' || c == '/') {
+				readable = false
+				break
+			}
+		}
+		if readable {
+			return s
+		}
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "#" + hex.EncodeToString(sum[:16])
+}
+
+// scopeKey is the prefix all of a scope's keys share, hash tag included.
+func (l *Limiter) scopeKey(scope string) string {
+	return l.prefix + "{" + keyPart(scope) + "}:"
+}
+
+// logKeys returns the log and meta keys of one bucket's window in a scope.
+func logKeys(scopeKey, bucket string, lim Limit) (log, meta string) {
+	base := scopeKey + keyPart(bucket) + ":" + lim.windowKey()
+	return base + ":log", base + ":meta"
+}
+
+// pauseKey is the hash holding the scope's pauses.
+func pauseKey(scopeKey string) string { return scopeKey + "pause" }

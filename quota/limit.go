@@ -1,0 +1,118 @@
+package quota
+
+import (
+	"fmt"
+	"time"
+)
+
+// MaxUnits is the largest number of units a limit may hold. The script keeps
+// sums and timestamps in Lua numbers (doubles), which are exact integers up to
+// 2^53; capping a limit at 2^50 leaves room for sums of held units on top.
+const MaxUnits = 1 << 50
+
+// A Limit caps the units admitted in a window: Units per sliding Window, or
+// Units per calendar day in Location.
+//
+// A sliding window counts, at every instant T, the units admitted in
+// (T-Window, T]. A calendar day counts the units admitted since the last local
+// midnight in Location and resets at the next one, so a day may last 23 or 25
+// hours when daylight saving time begins or ends.
+//
+// Use [PerWindow] and [PerDay] to build one; the zero Limit is invalid.
+type Limit struct {
+	// Units is the most the window admits, e.g. 9500.
+	Units int64
+	// Window is the length of a sliding window, e.g. time.Hour. It is
+	// truncated to whole microseconds, the engine's resolution. It must be
+	// zero for a calendar limit.
+	Window time.Duration
+	// Calendar makes the limit a calendar day in Location instead of a
+	// sliding window.
+	Calendar bool
+	// Location is the time zone whose midnight resets a calendar limit, e.g.
+	// America/Los_Angeles for YouTube. Processes sharing a limit must agree
+	// on it, so prefer a named zone to time.Local.
+	Location *time.Location
+}
+
+// PerWindow returns a sliding limit of units per window.
+func PerWindow(units int64, window time.Duration) Limit {
+	return Limit{Units: units, Window: window}
+}
+
+// PerDay returns a calendar limit of units per day that resets at midnight in loc.
+func PerDay(units int64, loc *time.Location) Limit {
+	return Limit{Units: units, Calendar: true, Location: loc}
+}
+
+// String describes the limit, e.g. "100/1m0s" or "9500/day@America/Los_Angeles".
+func (l Limit) String() string {
+	if l.Calendar {
+		name := "<nil>"
+		if l.Location != nil {
+			name = l.Location.String()
+		}
+		return fmt.Sprintf("%d/day@%s", l.Units, name)
+	}
+	return fmt.Sprintf("%d/%v", l.Units, l.Window)
+}
+
+// Validate reports why the limit cannot be used, or nil. Errors match [ErrInvalid].
+func (l Limit) Validate() error {
+	switch {
+	case l.Units <= 0:
+		return invalid("limit "+l.String(), "units must be positive")
+	case l.Units > MaxUnits:
+		return invalid("limit "+l.String(), fmt.Sprintf("units must be at most %d", int64(MaxUnits)))
+	case l.Calendar && l.Location == nil:
+		return invalid("limit "+l.String(), "a calendar limit needs a location")
+	case l.Calendar && l.Window != 0:
+		return invalid("limit "+l.String(), "a calendar limit has no window length")
+	case !l.Calendar && l.Window.Microseconds() <= 0:
+		return invalid("limit "+l.String(), "window must be at least one microsecond")
+	}
+	return nil
+}
+
+// windowKey names the limit's window in Redis keys. Units are left out on
+// purpose: raising or lowering a limit keeps the log of what was spent.
+func (l Limit) windowKey() string {
+	if l.Calendar {
+		return "day@" + keyPart(l.Location.String())
+	}
+	return "w" + l.Window.Truncate(time.Microsecond).String()
+}
+
+// A Charge asks for Cost units of one bucket of a scope, checked against
+// every limit in Limits. A decision may carry several charges, on several
+// buckets; all are admitted together or not at all.
+type Charge struct {
+	// Bucket names the counter within the scope, e.g. "pool" or "search".
+	Bucket string
+	// Cost is the number of units the call spends, e.g. 100 for a YouTube
+	// search.list. It must be positive and no larger than any of Limits.
+	Cost int64
+	// Limits are the windows the units count in, e.g. a per-day and a
+	// per-hour limit. Each window length may appear once per bucket.
+	Limits []Limit
+}
+
+// validate checks the charge and returns a *CostError when the cost can
+// never fit one of its limits.
+func (c Charge) validate() error {
+	if c.Cost <= 0 {
+		return invalid(fmt.Sprintf("cost %d for bucket %q", c.Cost, c.Bucket), "cost must be positive")
+	}
+	if len(c.Limits) == 0 {
+		return invalid(fmt.Sprintf("charge for bucket %q", c.Bucket), "no limits")
+	}
+	for _, l := range c.Limits {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+		if c.Cost > l.Units {
+			return &CostError{Bucket: c.Bucket, Cost: c.Cost, Limit: l}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+package quota
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed pause.lua
+var pauseSource string
+
+var pauseScript = redis.NewScript(logSource + pauseSource)
+
+// Pause stops every decision on bucket in scope from admitting anything
+// before d has passed, in every process sharing the Redis: callers that may
+// wait get holds dated after the pause, the others are refused with a
+// RetryAfter that ends with it. An empty bucket pauses the whole scope. Use
+// it when the upstream says its quota is spent (an HTTP 429 with
+// Retry-After, YouTube's quotaExceeded). A shorter pause never cuts a
+// longer one short.
+func (l *Limiter) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
+	if err := l.check(scope); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return invalid("pause "+d.String(), "duration must be positive")
+	}
+	field := "*"
+	if bucket != "" {
+		field = keyPart(bucket)
+	}
+	_, clockArg := l.now()
+	err := pauseScript.Run(ctx, l.client, []string{pauseKey(l.scopeKey(scope))}, clockArg, field, d.Microseconds()).Err()
+	if err != nil {
+		return &RedisError{Op: "pause", Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+// Package quota decides, on Redis, whether a call of some cost may spend a
+// shared quota now, later, or not at all.
+//
+// A [Limiter] keeps, for every scope (a quota pool, such as a Cloud project),
+// bucket and window, a weighted sliding log: one entry per admitted call,
+// whatever its cost, beside the running sum of the units in the window. One
+// Lua script checks and records a call under all of its limits at once, on the
+// Redis server's clock, so any number of processes can share one quota and no
+// window (T-W, T] ever holds more than its limit. The API follows
+// golang.org/x/time/rate in spirit:
+//
+//   - [Limiter.Allow] decides at once: admitted now, or refused with the
+//     exact time after which the cost would fit.
+//   - [Limiter.Reserve] may take a hold: an entry dated at the earliest
+//     instant the cost fits, after every hold already waiting, so waiters in
+//     all processes are served first come, first served with no polling, and
+//     an expensive call is never starved by a stream of cheap ones.
+//   - [Limiter.Wait] takes a hold and sleeps until it is due, giving the
+//     units back if its context ends first.
+//
+// Limits are sliding windows ([PerWindow]) or calendar days that reset at
+// local midnight ([PerDay]). Every key carries a TTL, so idle scopes vanish.
+//
+// A Limiter is safe for concurrent use by multiple goroutines.
+package quota
+
+import (
+	"context"
+	_ "embed"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed reserve.lua
+var reserveSource string
+
+var reserveScript = redis.NewScript(logSource + reserveSource)
+
+// Limiter admits calls against limits kept in Redis. Create one with [New]
+// or [NewEmbedded]; it is safe for concurrent use.
+type Limiter struct {
+	client   redis.UniversalClient
+	prefix   string
+	clock    func() time.Time // nil: the Redis server's clock
+	idPrefix string           // makes entry ids unique across limiters
+	seq      atomic.Uint64    // makes them unique within this one
+	calendar calendarArgs
+	closed   atomic.Bool
+	onClose  func() error // releases what NewEmbedded started
+}
+
+// An Option configures a Limiter.
+type Option func(*Limiter)
+
+// WithPrefix starts every key with prefix instead of [DefaultPrefix]; limiters
+// sharing a quota must use the same prefix. A prefix containing '{' or '}'
+// is ignored, since it would move keys off their scope's Cluster slot.
+func WithPrefix(prefix string) Option {
+	return func(l *Limiter) {
+		if !strings.ContainsAny(prefix, "{}") {
+			l.prefix = prefix
+		}
+	}
+}
+
+// WithClock makes the limiter decide on the instants now returns instead of
+// the Redis server's TIME. Use it for Redis offerings that refuse TIME in
+// scripts, and in tests. Every process sharing a quota must then keep a
+// good clock: one running ahead makes the others wait for it.
+func WithClock(now func() time.Time) Option {
+	return func(l *Limiter) { l.clock = now }
+}
+
+// New returns a Limiter that keeps its state in client, which may be a
+// *redis.Client, a *redis.ClusterClient, a failover client or a Ring.
+func New(client redis.UniversalClient, opts ...Option) *Limiter {
+	l := &Limiter{
+		client:   client,
+		prefix:   DefaultPrefix,
+		idPrefix: strconv.FormatUint(rand.Uint64()>>16, 36) + ".",
+	}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// Close releases what the limiter owns: for a Limiter from [NewEmbedded], the
+// in-process Redis and its client. A Limiter from [New] leaves its client
+// open; the caller owns it. Calls after Close fail with ErrClosed.
+func (l *Limiter) Close() error {
+	if l.closed.Swap(true) || l.onClose == nil {
+		return nil
+	}
+	return l.onClose()
+}
+
+// Client returns the Redis client the limiter uses.
+func (l *Limiter) Client() redis.UniversalClient { return l.client }
+
+// check reports why the limiter cannot run a command now.
+func (l *Limiter) check(scope string) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if l.client == nil {
+		return invalid("limiter", "nil redis client")
+	}
+	if scope == "" {
+		return invalid("scope", "empty scope name")
+	}
+	return nil
+}
+
+// nextID returns an entry id unique among the entries of any log.
+func (l *Limiter) nextID() string {
+	return l.idPrefix + strconv.FormatUint(l.seq.Add(1), 36)
+}
+
+// Allow decides at once whether the charges may be spent now. When they may,
+// the units are recorded and the reservation is OK; otherwise nothing is
+// recorded and RetryAfter says when they would fit. An error means no
+// decision was made: invalid input (ErrInvalid, ErrCostExceedsLimit) or a
+// Redis failure (ErrRedis).
+func (l *Limiter) Allow(ctx context.Context, scope string, charges ...Charge) (*Reservation, error) {
+	return l.reserve(ctx, scope, 0, charges)
+}
+
+// Reserve records the charges at the earliest instant they fit, provided it
+// lies no more than maxWait after now (a negative maxWait means no bound), and
+// returns a reservation whose Delay says how long to wait before acting. The
+// hold counts at once: later callers queue behind it. When the instant lies
+// beyond maxWait, nothing is recorded and the reservation is not OK. Call
+// Cancel if the call will not be made.
+func (l *Limiter) Reserve(ctx context.Context, scope string, maxWait time.Duration, charges ...Charge) (*Reservation, error) {
+	if maxWait < 0 {
+		maxWait = -1
+	}
+	return l.reserve(ctx, scope, maxWait, charges)
+}
+
+// Wait takes a hold like Reserve and sleeps until it is due. It fails at
+// once with a *RefusedError when the charges would not fit before ctx's
+// deadline, and when ctx ends while waiting it gives the units back and
+// returns ctx.Err().
+func (l *Limiter) Wait(ctx context.Context, scope string, charges ...Charge) (*Reservation, error) {
+	maxWait := time.Duration(-1)
+	if deadline, ok := ctx.Deadline(); ok {
+		maxWait = max(time.Until(deadline), 0)
+	}
+	r, err := l.reserve(ctx, scope, maxWait, charges)
+	if err != nil {
+		return nil, err
+	}
+	if !r.OK() {
+		return r, &RefusedError{Scope: scope, RetryAfter: r.RetryAfter()}
+	}
+	if err := r.wait(ctx); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// reserve runs the reserve script; maxWait 0 asks for an immediate decision,
+// -1 for no bound.
+func (l *Limiter) reserve(ctx context.Context, scope string, maxWait time.Duration, charges []Charge) (*Reservation, error) {
+	if err := l.check(scope); err != nil {
+		return nil, err
+	}
+	if len(charges) == 0 {
+		return nil, invalid("charges", "none given")
+	}
+	now, clockArg := l.now()
+	sk := l.scopeKey(scope)
+	id := l.nextID()
+	r := &Reservation{lim: l, scope: scope}
+	keys := make([]string, 0, 8)
+	limitArgs := make([]any, 0, 8)
+	pauses := []any{"*"}
+	seen := make(map[string]bool, 4)
+	for _, c := range charges {
+		if err := c.validate(); err != nil {
+			return nil, err
+		}
+		pauses = append(pauses, keyPart(c.Bucket))
+		for _, lim := range c.Limits {
+			log, meta := logKeys(sk, c.Bucket, lim)
+			if seen[log] {
+				return nil, invalid("charges", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
+			}
+			seen[log] = true
+			keys = append(keys, log, meta)
+			r.entries = append(r.entries, entry{log: log, meta: meta, cost: c.Cost})
+			limitArgs = append(limitArgs, c.Cost, lim.Units)
+			limitArgs = l.appendWindow(limitArgs, lim, now)
+		}
+	}
+	keys = append(keys, pauseKey(sk))
+
+	wait := int64(-1)
+	if maxWait >= 0 {
+		wait = maxWait.Microseconds()
+	}
+	args := make([]any, 0, 5+len(pauses)+len(limitArgs))
+	args = append(args, clockArg, wait, id, len(r.entries), len(pauses))
+	args = append(args, pauses...)
+	args = append(args, limitArgs...)
+
+	reply, err := reserveScript.Run(ctx, l.client, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, &RedisError{Op: "reserve", Err: err}
+	}
+	if len(reply) != 4 {
+		return nil, &RedisError{Op: "reserve", Err: errReply(reply)}
+	}
+	r.ok = reply[0] == 1
+	r.now, r.at, r.remaining = reply[1], reply[2], reply[3]
+	r.decided = time.Now()
+	if r.ok {
+		for i := range r.entries {
+			r.entries[i].member = strconv.FormatInt(r.at, 10) + ":" + strconv.FormatInt(r.entries[i].cost, 10) + ":" + id
+		}
+	} else {
+		r.entries = nil
+	}
+	return r, nil
+}

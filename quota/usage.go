@@ -1,0 +1,108 @@
+package quota
+
+import (
+	"context"
+	_ "embed"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed log.lua
+var logSource string
+
+//go:embed usage.lua
+var usageSource string
+
+var usageScript = redis.NewScript(logSource + usageSource)
+
+// Usage is how much of one limit of a bucket is spent, read at one instant.
+// Instants are on the clock the limiter decides with.
+type Usage struct {
+	// Limit is the limit read, e.g. 9500/day@America/Los_Angeles.
+	Limit Limit
+	// Now is the instant the usage was read at.
+	Now time.Time
+	// Used is the units counted in the window at Now, holds included, e.g. 9400.
+	Used int64
+	// Held is the part of Used in holds dated after Now, e.g. 100.
+	Held int64
+	// Remaining is Limit.Units minus Used, never below zero, e.g. 100.
+	Remaining int64
+	// NextFree is when the oldest counted units leave the window, so that
+	// room grows; zero when nothing is counted.
+	NextFree time.Time
+	// Reset is when every unit counted now has left the window: the next
+	// local midnight for a calendar day. Zero for an empty sliding window.
+	Reset time.Time
+	// PausedUntil is when a pause of the bucket or of its scope ends, when
+	// one is in force at Now; zero otherwise. See [Limiter.Pause].
+	PausedUntil time.Time
+}
+
+// Usage reads, writing nothing, how much of limit is spent in a bucket of a
+// scope; for status displays and metrics.
+func (l *Limiter) Usage(ctx context.Context, scope, bucket string, limit Limit) (Usage, error) {
+	if err := l.check(scope); err != nil {
+		return Usage{}, err
+	}
+	if err := limit.Validate(); err != nil {
+		return Usage{}, err
+	}
+	sk := l.scopeKey(scope)
+	log, meta := logKeys(sk, bucket, limit)
+	now, clockArg := l.now()
+	args := []any{clockArg}
+	args = l.appendWindow(args, limit, now)
+	args = append(args, 2, "*", keyPart(bucket))
+	v, err := usageScript.Run(ctx, l.client, []string{log, meta, pauseKey(sk)}, args...).Int64Slice()
+	if err != nil {
+		return Usage{}, &RedisError{Op: "usage", Err: err}
+	}
+	if len(v) != 6 {
+		return Usage{}, &RedisError{Op: "usage", Err: errReply(v)}
+	}
+	u := Usage{
+		Limit:     limit,
+		Now:       time.UnixMicro(v[0]),
+		Used:      v[1],
+		Held:      v[2],
+		Remaining: max(limit.Units-v[1], 0),
+		NextFree:  instant(v[3]),
+		Reset:     instant(v[4]),
+	}
+	if v[5] > v[0] {
+		u.PausedUntil = time.UnixMicro(v[5])
+	}
+	return u, nil
+}
+
+// instant converts µs to a time, keeping 0 as the zero time.
+func instant(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us)
+}
+
+// now returns the local estimate of the decision's instant, and the clock
+// argument for a script: the caller's clock in µs when WithClock was
+// given, or "" to let Redis use its own.
+func (l *Limiter) now() (time.Time, string) {
+	if l.clock != nil {
+		t := l.clock()
+		return t, strconv.FormatInt(t.UnixMicro(), 10)
+	}
+	return time.Now(), ""
+}
+
+// appendWindow appends a limit's window to script arguments: its length in
+// µs (0 for a calendar day) and the midnights around now.
+func (l *Limiter) appendWindow(args []any, limit Limit, now time.Time) []any {
+	if !limit.Calendar {
+		return append(args, limit.Window.Microseconds(), 0)
+	}
+	args = append(args, 0)
+	return append(args, l.calendar.get(now, limit.Location)...)
+}
