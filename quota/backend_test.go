@@ -1,0 +1,162 @@
+package quota
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/internal/redistest"
+)
+
+// backend is a Redis the behaviour suite runs on.
+type backend struct {
+	name   string
+	client redis.UniversalClient
+	// real is false for miniredis, whose Lua and number formatting differ
+	// from Redis's.
+	real bool
+}
+
+// flushScripts empties the script cache of every node, as a restart or a
+// failover would.
+func (b *backend) flushScripts(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	switch c := b.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			return n.ScriptFlush(ctx).Err()
+		})
+	default:
+		err = c.ScriptFlush(ctx).Err()
+	}
+	if err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
+}
+
+// limiter returns a Limiter on the backend, deciding on the Redis clock
+// unless options say otherwise.
+func (b *backend) limiter(opts ...Option) *Limiter { return New(b.client, opts...) }
+
+// The behaviour suite: every test in it runs on miniredis, on a real
+// redis-server and on a real 3-master cluster. Each test uses scopes named
+// after itself, so tests can share a server.
+var suite = []struct {
+	name string
+	run  func(t *testing.T, b *backend)
+}{
+	{"WindowBoundaryBurst", testWindowBoundaryBurst},
+	{"RetryAfterIsTheInstantTheCostFits", testRetryAfterExact},
+	{"RetryAfterOnTheRedisClock", testRetryAfterRedisClock},
+	{"CalendarDayResetsAtLocalMidnight", testCalendarDays},
+	{"HoldAcrossMidnight", testHoldAcrossMidnight},
+	{"ExpensiveWaiterIsServedInItsTurn", testFairnessFIFO},
+	{"ExpensiveWaiterUnderLoad", testFairnessUnderLoad},
+	{"HoldsKeepArrivalOrderAcrossBuckets", testFIFOAcrossBuckets},
+	{"ExactUnderConcurrency", testExactness},
+	{"AllLimitsOrNothing", testAllOrNothing},
+	{"CostIndependentOfUnits", testOneEntryPerCall},
+	{"ScriptFlush", testScriptFlush},
+	{"KeysHaveTTLs", testTTLs},
+	{"EntriesSameMicrosecond", testSameMicrosecond},
+	{"MetaRebuiltFromLog", testMetaRebuilt},
+	{"CancelGivesUnitsBack", testCancel},
+	{"WaitHonoursDeadline", testWaitDeadline},
+	{"WaitCancelledGivesUnitsBack", testWaitCancelled},
+	{"Pause", testPause},
+	{"InvalidInputWritesNothing", testInvalidWritesNothing},
+	{"HostileNames", testHostileNames},
+}
+
+func runSuite(t *testing.T, b *backend) {
+	for _, tc := range suite {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
+	}
+}
+
+func TestSuiteMiniredis(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	runSuite(t, &backend{name: "miniredis", client: c})
+}
+
+func TestSuiteRedis(t *testing.T) {
+	s := redistest.Start(t)
+	runSuite(t, &backend{name: "redis", client: s.Client(t), real: true})
+}
+
+func TestSuiteCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	runSuite(t, &backend{name: "cluster", client: c.Client(t), real: true})
+}
+
+// fakeClock is a clock the test moves by hand, for WithClock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// scope returns a scope name unique to the test.
+func scope(t *testing.T, suffix string) string { return t.Name() + "/" + suffix }
+
+// charge builds a one-bucket charge.
+func charge(bucket string, cost int64, limits ...Limit) Charge {
+	return Charge{Bucket: bucket, Cost: cost, Limits: limits}
+}
+
+// mustAllow calls Allow and fails the test on error.
+func mustAllow(t *testing.T, l *Limiter, scope string, charges ...Charge) *Reservation {
+	t.Helper()
+	r, err := l.Allow(context.Background(), scope, charges...)
+	if err != nil {
+		t.Fatalf("Allow: %v", err)
+	}
+	return r
+}
+
+// mustUsage calls Usage and fails the test on error.
+func mustUsage(t *testing.T, l *Limiter, scope, bucket string, limit Limit) Usage {
+	t.Helper()
+	u, err := l.Usage(context.Background(), scope, bucket, limit)
+	if err != nil {
+		t.Fatalf("Usage: %v", err)
+	}
+	return u
+}
+
+// mustLoad loads a time zone or fails the test.
+func mustLoad(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}

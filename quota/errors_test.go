@@ -1,0 +1,143 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// testInvalidWritesNothing checks that a cost that can never fit is refused
+// at once with a *CostError, and that bad input leaves no key behind.
+func testInvalidWritesNothing(t *testing.T, b *backend) {
+	ctx := context.Background()
+	l := b.limiter()
+	s := scope(t, "s")
+	small := PerWindow(10, time.Minute)
+	big := PerWindow(1000, time.Minute)
+
+	_, err := l.Wait(ctx, s, charge("b", 11, big, small))
+	var ce *CostError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCostExceedsLimit) {
+		t.Fatalf("cost 11 under a limit of 10: err = %v, want a *CostError", err)
+	}
+	if ce.Cost != 11 || ce.Limit != small || ce.Bucket != "b" {
+		t.Errorf("CostError = %+v, want cost 11, limit %v, bucket b", ce, small)
+	}
+	// A valid charge beside an invalid one is not recorded either.
+	if _, err := l.Allow(ctx, s, charge("ok", 1, big), charge("b", 0, big)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("cost 0: err = %v, want ErrInvalid", err)
+	}
+	for _, k := range []struct {
+		bucket string
+		lim    Limit
+	}{{"b", small}, {"b", big}, {"ok", big}} {
+		log, meta := keysOf(l, s, k.bucket, k.lim)
+		if n, err := b.client.Exists(ctx, log, meta).Result(); err != nil || n != 0 {
+			t.Errorf("%s %v: %d keys exist after refused input (err %v), want 0", k.bucket, k.lim, n, err)
+		}
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	ctx := context.Background()
+	l := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})) // never reached
+	minute := PerWindow(10, time.Minute)
+	cases := []struct {
+		name    string
+		scope   string
+		charges []Charge
+	}{
+		{"no charges", "s", nil},
+		{"empty scope", "", []Charge{charge("b", 1, minute)}},
+		{"zero units", "s", []Charge{charge("b", 1, PerWindow(0, time.Minute))}},
+		{"negative units", "s", []Charge{charge("b", 1, PerWindow(-5, time.Minute))}},
+		{"units past MaxUnits", "s", []Charge{charge("b", 1, PerWindow(MaxUnits+1, time.Minute))}},
+		{"zero window", "s", []Charge{charge("b", 1, PerWindow(10, 0))}},
+		{"negative window", "s", []Charge{charge("b", 1, PerWindow(10, -time.Second))}},
+		{"sub-microsecond window", "s", []Charge{charge("b", 1, PerWindow(10, time.Nanosecond))}},
+		{"calendar without location", "s", []Charge{charge("b", 1, PerDay(10, nil))}},
+		{"calendar with a window", "s", []Charge{charge("b", 1, Limit{Units: 10, Calendar: true, Window: time.Hour, Location: time.UTC})}},
+		{"zero limit", "s", []Charge{charge("b", 1, Limit{})}},
+		{"no limits", "s", []Charge{charge("b", 1)}},
+		{"zero cost", "s", []Charge{charge("b", 0, minute)}},
+		{"negative cost", "s", []Charge{charge("b", -1, minute)}},
+		{"cost near int64 overflow", "s", []Charge{charge("b", 1<<62, minute)}},
+		{"one window twice", "s", []Charge{charge("b", 1, minute, PerWindow(99, time.Minute))}},
+		{"one bucket window in two charges", "s", []Charge{charge("b", 1, minute), charge("b", 2, minute)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := l.Allow(ctx, c.scope, c.charges...)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Allow = %v, want an error matching ErrInvalid", err)
+			}
+			if errors.Is(err, ErrRedis) {
+				t.Errorf("Allow = %v: bad input must be caught before Redis", err)
+			}
+		})
+	}
+	if _, err := l.Usage(ctx, "s", "b", PerWindow(0, time.Second)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Usage with a bad limit = %v, want ErrInvalid", err)
+	}
+	if err := l.Pause(ctx, "s", "b", -time.Second); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Pause with a negative duration = %v, want ErrInvalid", err)
+	}
+	if _, err := New(nil).Allow(ctx, "s", charge("b", 1, minute)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("nil client: %v, want ErrInvalid", err)
+	}
+}
+
+// TestRedisDown checks that a Redis failure is an error callers can tell
+// from a refusal.
+func TestRedisDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	l := New(c)
+	ctx := context.Background()
+	ch := charge("b", 1, PerWindow(10, time.Minute))
+	checks := map[string]error{}
+	_, checks["Allow"] = l.Allow(ctx, "s", ch)
+	_, checks["Wait"] = l.Wait(ctx, "s", ch)
+	_, checks["Usage"] = l.Usage(ctx, "s", "b", ch.Limits[0])
+	checks["Pause"] = l.Pause(ctx, "s", "b", time.Second)
+	for name, err := range checks {
+		var re *RedisError
+		if !errors.Is(err, ErrRedis) || !errors.As(err, &re) {
+			t.Errorf("%s = %v, want a *RedisError", name, err)
+			continue
+		}
+		var op *net.OpError
+		if !errors.As(err, &op) {
+			t.Errorf("%s = %v: want the dial error inside", name, err)
+		}
+		if errors.Is(err, ErrRefused) || errors.Is(err, ErrInvalid) {
+			t.Errorf("%s = %v: a Redis failure must not look like a refusal or bad input", name, err)
+		}
+	}
+}
+
+func TestClosed(t *testing.T) {
+	l, err := NewEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Allow(context.Background(), "s", charge("b", 1, PerWindow(1, time.Second))); !errors.Is(err, ErrClosed) {
+		t.Errorf("Allow after Close = %v, want ErrClosed", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+}

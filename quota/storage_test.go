@@ -1,0 +1,223 @@
+package quota
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// keysOf returns the log and meta keys of one bucket window of a scope, as
+// the limiter names them.
+func keysOf(l *Limiter, s, bucket string, lim Limit) (log, meta string) {
+	return logKeys(l.scopeKey(s), bucket, lim)
+}
+
+// testOneEntryPerCall checks that weight costs nothing: a 100-unit call
+// writes one entry, like a 1-unit call.
+func testOneEntryPerCall(t *testing.T, b *backend) {
+	ctx := context.Background()
+	l := b.limiter()
+	s := scope(t, "s")
+	lim := PerWindow(1000, time.Minute)
+	mustAllow(t, l, s, charge("b", 100, lim))
+	mustAllow(t, l, s, charge("b", 1, lim))
+	log, _ := keysOf(l, s, "b", lim)
+	entries, err := b.client.LRange(ctx, log, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("log holds %d entries for two calls, want 2: %q", len(entries), entries)
+	}
+	if got := mustUsage(t, l, s, "b", lim).Used; got != 101 {
+		t.Errorf("used %d, want 101", got)
+	}
+}
+
+// testScriptFlush checks that an emptied script cache (a restart, a
+// failover, SCRIPT FLUSH) causes no error: EVALSHA falls back to EVAL.
+func testScriptFlush(t *testing.T, b *backend) {
+	ctx := context.Background()
+	l := b.limiter()
+	s := scope(t, "s")
+	lim := PerWindow(10, time.Minute)
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"Allow", func() error { _, err := l.Allow(ctx, s, charge("b", 1, lim)); return err }},
+		{"Usage", func() error { _, err := l.Usage(ctx, s, "b", lim); return err }},
+		{"Pause", func() error { return l.Pause(ctx, s, "other", time.Millisecond) }},
+		{"Cancel", func() error {
+			r, err := l.Reserve(ctx, s, time.Second, charge("b", 1, lim))
+			if err != nil {
+				return err
+			}
+			b.flushScripts(t)
+			return r.Cancel(ctx)
+		}},
+	}
+	for _, step := range steps {
+		b.flushScripts(t)
+		if err := step.do(); err != nil {
+			t.Errorf("%s after SCRIPT FLUSH: %v", step.name, err)
+		}
+	}
+	if got := mustUsage(t, l, s, "b", lim).Used; got != 1 {
+		t.Errorf("used %d, want 1 (one Allow; the cancelled hold gone)", got)
+	}
+}
+
+// testTTLs checks that every key the limiter writes expires once its
+// entries have left their window, so idle scopes vanish.
+func testTTLs(t *testing.T, b *backend) {
+	ctx := context.Background()
+	la := mustLoad(t, "America/Los_Angeles")
+	clock := newFakeClock(time.Date(2026, 7, 1, 23, 0, 0, 0, la))
+	l := b.limiter(WithClock(clock.Now))
+	s := scope(t, "s")
+	minute := PerWindow(10, time.Minute)
+	day := PerDay(100, la)
+	r := mustAllow(t, l, s, charge("b", 10, minute, day))
+	if !r.OK() {
+		t.Fatal("refused")
+	}
+	// A hold 10s ahead keeps the keys 10s longer.
+	clock.Add(50 * time.Second)
+	hold, err := l.Reserve(ctx, s, time.Minute, charge("b", 1, minute))
+	if err != nil || !hold.OK() || hold.Delay() != 10*time.Second {
+		t.Fatalf("hold: OK=%v Delay=%v err=%v, want a 10s hold", hold.OK(), hold.Delay(), err)
+	}
+	if err := l.Pause(ctx, s, "b", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	log, meta := keysOf(l, s, "b", minute)
+	dlog, dmeta := keysOf(l, s, "b", day)
+	second := time.Second
+	cases := []struct {
+		key      string
+		min, max time.Duration
+	}{
+		// entries until 10s (hold) + 60s (window) after now, plus a second of slack
+		{log, 69 * second, 71 * second},
+		{meta, 69 * second, 71 * second},
+		// written at 23:00, when the day had 1h left
+		{dlog, time.Hour - second, time.Hour + second},
+		{dmeta, time.Hour - second, time.Hour + second},
+		{pauseKey(l.scopeKey(s)), 29 * second, 32 * second},
+	}
+	for _, c := range cases {
+		ttl, err := b.client.PTTL(ctx, c.key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl < c.min || ttl > c.max {
+			t.Errorf("PTTL %s = %v, want within [%v, %v]", c.key, ttl, c.min, c.max)
+		}
+	}
+}
+
+// testSameMicrosecond checks that two calls decided in the same microsecond
+// are both recorded, and that entries keep their timestamps digit for digit:
+// Redis prints Lua numbers as %.14g, which would turn 1763771234567891 into
+// 1.7637712345679e+15.
+func testSameMicrosecond(t *testing.T, b *backend) {
+	ctx := context.Background()
+	const us = 1763771234567891
+	clock := newFakeClock(time.UnixMicro(us))
+	l := b.limiter(WithClock(clock.Now))
+	other := b.limiter(WithClock(clock.Now)) // another process, its own ids
+	s := scope(t, "s")
+	lim := PerWindow(10, time.Minute)
+	for _, lm := range []*Limiter{l, l, other} {
+		if r := mustAllow(t, lm, s, charge("b", 1, lim)); !r.OK() || r.Time().UnixMicro() != us {
+			t.Fatalf("OK=%v Time=%d, want admitted at %d", r.OK(), r.Time().UnixMicro(), us)
+		}
+	}
+	if got := mustUsage(t, l, s, "b", lim).Used; got != 3 {
+		t.Errorf("used %d after three calls in one microsecond, want 3", got)
+	}
+	log, meta := keysOf(l, s, "b", lim)
+	entries, err := b.client.LRange(ctx, log, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := regexp.MustCompile(`^` + strconv.Itoa(us) + `:1:[0-9a-z]+\.[0-9a-z]+$`)
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if !form.MatchString(e) {
+			t.Errorf("entry %q does not match %v", e, form)
+		}
+		if seen[e] {
+			t.Errorf("entry %q written twice", e)
+		}
+		seen[e] = true
+	}
+	if len(entries) != 3 {
+		t.Errorf("log holds %d entries, want 3", len(entries))
+	}
+	m, err := b.client.Get(ctx, meta).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "3:" + strconv.Itoa(us) + ":" + strconv.Itoa(us); m != want {
+		t.Errorf("meta = %q, want %q", m, want)
+	}
+}
+
+// testMetaRebuilt checks that a lost running sum is rebuilt from the log.
+func testMetaRebuilt(t *testing.T, b *backend) {
+	ctx := context.Background()
+	l := b.limiter()
+	s := scope(t, "s")
+	lim := PerWindow(7, time.Minute)
+	for range 3 {
+		mustAllow(t, l, s, charge("b", 2, lim))
+	}
+	_, meta := keysOf(l, s, "b", lim)
+	if err := b.client.Del(ctx, meta).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustAllow(t, l, s, charge("b", 2, lim)); r.OK() {
+		t.Error("admitted 2 units on top of 6 of 7: the sum was not rebuilt from the log")
+	}
+	if got := mustUsage(t, l, s, "b", lim).Used; got != 6 {
+		t.Errorf("used %d, want 6", got)
+	}
+	if m, err := b.client.Get(ctx, meta).Result(); err != nil || !strings.HasPrefix(m, "6:") {
+		t.Errorf("meta = %q (%v), want it rewritten with a sum of 6", m, err)
+	}
+}
+
+// testHostileNames checks that scope and bucket names from users cannot
+// break a key's hash tag or reach another scope's keys.
+func testHostileNames(t *testing.T, b *backend) {
+	l := b.limiter()
+	lim := PerWindow(1, time.Minute)
+	var names []string
+	for _, n := range []string{
+		"a{b", "a{c", "}{", "{x}", "with space", "line\nbreak", "\xff\xfe invalid utf-8",
+		strings.Repeat("k", 10<<10), strings.Repeat("k", 10<<10) + "!", ":", "a:b", "#", "plain",
+	} {
+		names = append(names, t.Name()+n)
+	}
+	for _, n := range names {
+		if r := mustAllow(t, l, n, charge(n, 1, lim)); !r.OK() {
+			t.Errorf("scope %.20q: first call refused; another name's keys leaked into it", n)
+		}
+	}
+	for _, n := range names {
+		if r := mustAllow(t, l, n, charge(n, 1, lim)); r.OK() {
+			t.Errorf("scope %.20q: second call admitted past a limit of 1", n)
+		}
+	}
+	for _, n := range names {
+		if k := l.scopeKey(n); strings.Count(k, "{") != 1 || strings.Count(k, "}") != 1 || len(k) > 100 {
+			t.Errorf("scope %.20q has key prefix %q: want one short hash tag", n, k)
+		}
+	}
+}
