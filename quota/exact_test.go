@@ -61,11 +61,11 @@ func testExactness(t *testing.T, b *backend) {
 	lim := PerWindow(units, window)
 
 	var (
-		mu                         sync.Mutex
-		calls                      []admitted
-		holds, cancels, hundreds   int
-		refused                    int
-		wg                         sync.WaitGroup
+		mu                       sync.Mutex
+		calls                    []admitted
+		holds, cancels, hundreds int
+		refused                  int
+		wg                       sync.WaitGroup
 	)
 	record := func(r *Reservation, cost int64) {
 		mu.Lock()
