@@ -1,0 +1,314 @@
+// Package costs maps outgoing HTTP requests to what they cost: an endpoint
+// name and the units each quota bucket is charged.
+//
+// A [Table] is built from a [Spec]: data that a JSON file holds or Go code
+// writes. Rules match requests with the pattern syntax of [net/http.ServeMux]
+// ("GET youtube.googleapis.com/youtube/v3/search"), and matching is done by a
+// ServeMux, so the most specific pattern wins exactly as it does in a server.
+// A rule charges fixed units, or computes its charges from the request for
+// providers whose cost depends on parameters. A request no rule matches gets
+// the table's default charge, or [ErrUnknownEndpoint] when the table has
+// none, so that nothing is sent unmetered by accident.
+//
+// A Table is immutable and safe for concurrent use.
+package costs
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+)
+
+// MaxUnits is the largest number of units one charge may carry. It matches
+// the largest limit the quota engine accepts.
+const MaxUnits = 1 << 50
+
+// ErrUnknownEndpoint is returned by Resolve for a request that no rule
+// matches, in a table without a default.
+var ErrUnknownEndpoint = errors.New("costs: unknown endpoint")
+
+// ErrInvalid matches every error about a spec that cannot be loaded, and
+// about charges a rule's func computed that cannot be used.
+var ErrInvalid = errors.New("costs: invalid table")
+
+// A Charge is units spent from one bucket of a quota, e.g. 100 units of "pool".
+type Charge struct {
+	Bucket string `json:"bucket"`
+	Units  int64  `json:"units"`
+}
+
+// An Endpoint is what a request resolved to.
+type Endpoint struct {
+	// Name identifies the endpoint in policies, hooks and errors, e.g.
+	// "search.list".
+	Name string
+	// Charges are the units it spends, at most one per bucket.
+	Charges []Charge
+}
+
+// Units returns the units the endpoint spends across all its buckets,
+// e.g. 101 for a call charged 100 to one bucket and 1 to another.
+func (e Endpoint) Units() int64 {
+	var n int64
+	for _, c := range e.Charges {
+		n += c.Units
+	}
+	return n
+}
+
+// A Rule gives the cost of the requests its pattern matches.
+type Rule struct {
+	// Pattern is a ServeMux pattern: an optional method, an optional host,
+	// and a path, e.g. "GET youtube.googleapis.com/youtube/v3/search".
+	// Patterns are matched against the request's method, its URL's host (or
+	// Host header) with any port removed, and its path; the query is not
+	// part of matching.
+	Pattern string `json:"pattern"`
+	// Endpoint names what the pattern matches, e.g. "search.list". Several
+	// rules may share a name, e.g. the same method on two hosts.
+	Endpoint string `json:"endpoint"`
+	// Charges are the units a matching request spends, one per bucket.
+	Charges []Charge `json:"charges"`
+	// Func, when set, computes the charges from the request instead; its
+	// result is checked like Charges on every call. It cannot be written in
+	// JSON.
+	Func func(*http.Request) ([]Charge, error) `json:"-"`
+}
+
+// A Spec is a cost table as data.
+type Spec struct {
+	// Buckets names every bucket the rules may charge, e.g. ["pool",
+	// "search"]. A charge to any other bucket is an error when loading.
+	Buckets []string `json:"buckets"`
+	// Rules map request patterns to their cost.
+	Rules []Rule `json:"rules"`
+	// Default, when set, is the cost of a request no rule matches; its
+	// Pattern is ignored. When nil, such a request fails with
+	// ErrUnknownEndpoint.
+	Default *Rule `json:"default,omitempty"`
+}
+
+// Override returns a copy of s in which every rule named endpoint charges
+// charges instead (and loses any Func). It fails when no rule has that name.
+// The copy is validated when compiled.
+func (s Spec) Override(endpoint string, charges ...Charge) (Spec, error) {
+	out := s.clone()
+	found := false
+	for i := range out.Rules {
+		if out.Rules[i].Endpoint == endpoint {
+			out.Rules[i].Charges = slices.Clone(charges)
+			out.Rules[i].Func = nil
+			found = true
+		}
+	}
+	if !found {
+		return s, fmt.Errorf("costs: override: no rule for endpoint %q", endpoint)
+	}
+	return out, nil
+}
+
+// clone copies the spec deeply enough that changing the copy's rules and
+// charges leaves s as it was.
+func (s Spec) clone() Spec {
+	out := Spec{Buckets: slices.Clone(s.Buckets), Rules: slices.Clone(s.Rules)}
+	for i := range out.Rules {
+		out.Rules[i].Charges = slices.Clone(out.Rules[i].Charges)
+	}
+	if s.Default != nil {
+		d := *s.Default
+		d.Charges = slices.Clone(d.Charges)
+		out.Default = &d
+	}
+	return out
+}
+
+// A Table resolves requests to endpoints and charges. Build one with New,
+// Load or LoadFile.
+type Table struct {
+	spec    Spec
+	buckets map[string]bool
+	mux     *http.ServeMux
+	byPat   map[string]*Rule
+}
+
+// ruleHandler marks a rule in the ServeMux; it is never served.
+type ruleHandler struct{ rule *Rule }
+
+func (ruleHandler) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+// New checks spec and builds its table. Errors match ErrInvalid and name the
+// offending rule: a bad or duplicate pattern, a missing endpoint name, no
+// charges, units that are not positive or too large, an undeclared bucket,
+// a bucket charged twice.
+func New(spec Spec) (*Table, error) {
+	spec = spec.clone()
+	t := &Table{
+		spec:    spec,
+		buckets: make(map[string]bool, len(spec.Buckets)),
+		mux:     http.NewServeMux(),
+		byPat:   make(map[string]*Rule, len(spec.Rules)),
+	}
+	for _, b := range spec.Buckets {
+		if b == "" {
+			return nil, invalidf("bucket names must not be empty")
+		}
+		if t.buckets[b] {
+			return nil, invalidf("bucket %q is declared twice", b)
+		}
+		t.buckets[b] = true
+	}
+	for i := range spec.Rules {
+		r := &spec.Rules[i]
+		where := fmt.Sprintf("rule %d (%q)", i, r.Pattern)
+		if r.Endpoint == "" {
+			return nil, invalidf("%s: no endpoint name", where)
+		}
+		if r.Func == nil {
+			if err := t.checkCharges(r.Charges); err != nil {
+				return nil, invalidf("%s: %v", where, err)
+			}
+		}
+		if err := register(t.mux, r); err != nil {
+			return nil, invalidf("%s: %v", where, err)
+		}
+		t.byPat[r.Pattern] = r
+	}
+	if d := spec.Default; d != nil {
+		if d.Endpoint == "" {
+			return nil, invalidf("default rule: no endpoint name")
+		}
+		if d.Func == nil {
+			if err := t.checkCharges(d.Charges); err != nil {
+				return nil, invalidf("default rule: %v", err)
+			}
+		}
+	}
+	return t, nil
+}
+
+// register adds the rule's pattern to the mux. ServeMux reports a bad or
+// conflicting pattern by panicking; this turns that into an error.
+func register(mux *http.ServeMux, r *Rule) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	if r.Pattern == "" {
+		return errors.New("empty pattern")
+	}
+	mux.Handle(r.Pattern, ruleHandler{r})
+	return nil
+}
+
+// checkCharges reports why charges cannot be used.
+func (t *Table) checkCharges(charges []Charge) error {
+	if len(charges) == 0 {
+		return errors.New("no charges")
+	}
+	seen := make(map[string]bool, len(charges))
+	for _, c := range charges {
+		switch {
+		case !t.buckets[c.Bucket]:
+			return fmt.Errorf("bucket %q is not declared in buckets %q", c.Bucket, t.spec.Buckets)
+		case seen[c.Bucket]:
+			return fmt.Errorf("bucket %q is charged twice", c.Bucket)
+		case c.Units <= 0:
+			return fmt.Errorf("bucket %q: units must be positive, got %d", c.Bucket, c.Units)
+		case c.Units > MaxUnits:
+			return fmt.Errorf("bucket %q: %d units overflow the limit of %d", c.Bucket, c.Units, int64(MaxUnits))
+		}
+		seen[c.Bucket] = true
+	}
+	return nil
+}
+
+// Spec returns a copy of the spec the table was built from.
+func (t *Table) Spec() Spec { return t.spec.clone() }
+
+// Buckets returns the names of the table's buckets.
+func (t *Table) Buckets() []string { return slices.Clone(t.spec.Buckets) }
+
+// Resolve returns the endpoint a request calls and what it costs. It fails
+// with ErrUnknownEndpoint when no rule matches and the table has no
+// default, and with an error matching ErrInvalid when a rule's Func fails or
+// computes unusable charges.
+func (t *Table) Resolve(req *http.Request) (Endpoint, error) {
+	rule := t.match(req)
+	if rule == nil {
+		rule = t.spec.Default
+	}
+	if rule == nil {
+		return Endpoint{}, &UnknownError{Method: req.Method, Host: host(req), Path: req.URL.Path}
+	}
+	if rule.Func == nil {
+		return Endpoint{Name: rule.Endpoint, Charges: rule.Charges}, nil
+	}
+	charges, err := rule.Func(req)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("costs: endpoint %q: %w", rule.Endpoint, err)
+	}
+	if err := t.checkCharges(charges); err != nil {
+		return Endpoint{}, invalidf("endpoint %q: computed charges: %v", rule.Endpoint, err)
+	}
+	return Endpoint{Name: rule.Endpoint, Charges: charges}, nil
+}
+
+// match finds the rule whose pattern the mux picks for the request, or nil.
+func (t *Table) match(req *http.Request) *Rule {
+	if req.URL == nil {
+		return nil
+	}
+	probe := &http.Request{
+		Method: req.Method,
+		Host:   host(req),
+		URL:    &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath},
+	}
+	if probe.Method == "" {
+		probe.Method = http.MethodGet
+	}
+	h, pattern := t.mux.Handler(probe)
+	if rh, ok := h.(ruleHandler); ok {
+		return rh.rule
+	}
+	// The mux answers an unclean path ("/a//b") with a redirect, naming the
+	// pattern the clean path matches; charge that rule.
+	return t.byPat[pattern]
+}
+
+// host is the host a client request goes to: its Host header when set,
+// else its URL's.
+func host(req *http.Request) string {
+	if req.Host != "" {
+		return req.Host
+	}
+	if req.URL != nil {
+		return req.URL.Host
+	}
+	return ""
+}
+
+// UnknownError reports a request that no rule matches. It matches
+// ErrUnknownEndpoint. The query is left out: it may hold credentials.
+type UnknownError struct {
+	Method, Host, Path string
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("costs: unknown endpoint: %s %s%s", e.Method, e.Host, e.Path)
+}
+
+// Is reports whether target is ErrUnknownEndpoint.
+func (e *UnknownError) Is(target error) bool { return target == ErrUnknownEndpoint }
+
+// invalidError is a spec or charge problem; it matches ErrInvalid.
+type invalidError struct{ msg string }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{msg: "costs: " + fmt.Sprintf(format, args...)}
+}
+
+func (e *invalidError) Error() string        { return e.msg }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }

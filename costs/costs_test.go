@@ -1,0 +1,229 @@
+package costs
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func testSpec() Spec {
+	return Spec{
+		Buckets: []string{"pool", "search"},
+		Rules: []Rule{
+			{Pattern: "GET api.example.com/v1/items", Endpoint: "items.list", Charges: []Charge{{"pool", 1}}},
+			{Pattern: "POST api.example.com/v1/items", Endpoint: "items.insert", Charges: []Charge{{"pool", 50}}},
+			{Pattern: "GET api.example.com/v1/search", Endpoint: "search", Charges: []Charge{{"pool", 100}, {"search", 1}}},
+			{Pattern: "GET old.example.com/v1/search", Endpoint: "search", Charges: []Charge{{"pool", 100}, {"search", 1}}},
+			{Pattern: "api.example.com/v1/items/{id}/rate", Endpoint: "items.rate", Charges: []Charge{{"pool", 5}}},
+			{Pattern: "/v1/status", Endpoint: "status", Charges: []Charge{{"pool", 1}}},
+			{Pattern: "GET api.example.com/v1/report", Endpoint: "report", Func: func(r *http.Request) ([]Charge, error) {
+				if r.URL.Query().Get("detail") == "full" {
+					return []Charge{{"pool", 20}}, nil
+				}
+				return []Charge{{"pool", 2}}, nil
+			}},
+		},
+	}
+}
+
+func mustNew(t *testing.T, s Spec) *Table {
+	t.Helper()
+	tab, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func TestResolve(t *testing.T) {
+	tab := mustNew(t, testSpec())
+	cases := []struct {
+		method, url string
+		endpoint    string
+		units       int64
+	}{
+		{"GET", "https://api.example.com/v1/items?page=2", "items.list", 1},
+		{"HEAD", "https://api.example.com/v1/items", "items.list", 1}, // GET patterns match HEAD
+		{"POST", "https://api.example.com/v1/items", "items.insert", 50},
+		{"GET", "https://api.example.com/v1/search?q=x", "search", 101},
+		{"GET", "https://old.example.com/v1/search", "search", 101},
+		{"GET", "https://api.example.com:8443/v1/search", "search", 101}, // the port is not part of the host
+		{"DELETE", "https://api.example.com/v1/items/42/rate", "items.rate", 5},
+		{"GET", "https://anything.example.net/v1/status", "status", 1}, // no host in the pattern
+		{"GET", "https://api.example.com/v1//items", "items.list", 1}, // unclean paths match their clean form
+		{"GET", "https://api.example.com/v1/report", "report", 2},
+		{"GET", "https://api.example.com/v1/report?detail=full", "report", 20},
+	}
+	for _, c := range cases {
+		req := httptest.NewRequest(c.method, c.url, nil)
+		req.Host = "" // a client request: the URL names the host
+		e, err := tab.Resolve(req)
+		if err != nil {
+			t.Errorf("%s %s: %v", c.method, c.url, err)
+			continue
+		}
+		if e.Name != c.endpoint || e.Units() != c.units {
+			t.Errorf("%s %s = %s (%d units), want %s (%d units)", c.method, c.url, e.Name, e.Units(), c.endpoint, c.units)
+		}
+	}
+}
+
+func TestResolveHostHeader(t *testing.T) {
+	tab := mustNew(t, testSpec())
+	req, _ := http.NewRequest("GET", "https://10.0.0.1/v1/search", nil)
+	req.Host = "api.example.com" // sent to an address, for a host
+	if e, err := tab.Resolve(req); err != nil || e.Name != "search" {
+		t.Errorf("Resolve = %v, %v; want search", e.Name, err)
+	}
+}
+
+func TestUnknownEndpoint(t *testing.T) {
+	tab := mustNew(t, testSpec())
+	for _, u := range []string{
+		"https://api.example.com/v2/items?key=SECRET",
+		"https://other.example.com/v1/items?key=SECRET",
+	} {
+		req, _ := http.NewRequest("PUT", u, nil)
+		_, err := tab.Resolve(req)
+		if !errors.Is(err, ErrUnknownEndpoint) {
+			t.Errorf("PUT %s: err = %v, want ErrUnknownEndpoint", u, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("error %q reveals the query", err)
+		}
+	}
+	withDefault := testSpec()
+	withDefault.Default = &Rule{Endpoint: "other", Charges: []Charge{{"pool", 3}}}
+	tab = mustNew(t, withDefault)
+	req, _ := http.NewRequest("PUT", "https://api.example.com/v2/items", nil)
+	if e, err := tab.Resolve(req); err != nil || e.Name != "other" || e.Units() != 3 {
+		t.Errorf("with a default: %v (%d units), %v; want other (3 units)", e.Name, e.Units(), err)
+	}
+}
+
+func TestInvalidSpecs(t *testing.T) {
+	rule := func(pattern string, charges ...Charge) Rule {
+		return Rule{Pattern: pattern, Endpoint: "e", Charges: charges}
+	}
+	cases := []struct {
+		name    string
+		spec    Spec
+		mention string // the error must name the offending rule or bucket
+	}{
+		{"zero units", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("/a", Charge{"pool", 0})}}, `rule 0 ("/a")`},
+		{"negative units", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("/a", Charge{"pool", 1}), rule("/b", Charge{"pool", -3})}}, `rule 1 ("/b")`},
+		{"overflow", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("/a", Charge{"pool", 1 << 62})}}, "overflow"},
+		{"unknown bucket", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("/a", Charge{"poool", 1})}}, `"poool"`},
+		{"bucket charged twice", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("/a", Charge{"pool", 1}, Charge{"pool", 2})}}, "twice"},
+		{"no charges", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("/a")}}, `rule 0 ("/a")`},
+		{"bad pattern", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("GET api.example.com/{bad", Charge{"pool", 1})}}, "{bad"},
+		{"empty pattern", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("", Charge{"pool", 1})}}, "empty pattern"},
+		{"duplicate pattern", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("GET /a", Charge{"pool", 1}), rule("GET /a", Charge{"pool", 2})}}, `rule 1 ("GET /a")`},
+		{"no endpoint", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Charges: []Charge{{"pool", 1}}}}}, "no endpoint"},
+		{"bad default", Spec{Buckets: []string{"pool"}, Default: &Rule{Endpoint: "d", Charges: []Charge{{"x", 1}}}}, "default"},
+		{"empty bucket name", Spec{Buckets: []string{""}}, "empty"},
+		{"bucket declared twice", Spec{Buckets: []string{"a", "a"}}, "twice"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(c.spec)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("New = %v, want an error matching ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.mention) {
+				t.Errorf("error %q does not mention %q", err, c.mention)
+			}
+		})
+	}
+}
+
+func TestFuncChargesChecked(t *testing.T) {
+	spec := Spec{Buckets: []string{"pool"}, Rules: []Rule{
+		{Pattern: "/zero", Endpoint: "zero", Func: func(*http.Request) ([]Charge, error) { return []Charge{{"pool", 0}}, nil }},
+		{Pattern: "/nobucket", Endpoint: "nobucket", Func: func(*http.Request) ([]Charge, error) { return []Charge{{"nope", 1}}, nil }},
+		{Pattern: "/fails", Endpoint: "fails", Func: func(*http.Request) ([]Charge, error) { return nil, errors.New("boom") }},
+	}}
+	tab := mustNew(t, spec)
+	for _, p := range []string{"/zero", "/nobucket"} {
+		req, _ := http.NewRequest("GET", "https://x"+p, nil)
+		if _, err := tab.Resolve(req); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", p, err)
+		}
+	}
+	req, _ := http.NewRequest("GET", "https://x/fails", nil)
+	if _, err := tab.Resolve(req); err == nil || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "fails") {
+		t.Errorf("/fails: err = %v, want the func's error naming the endpoint", err)
+	}
+}
+
+func TestOverride(t *testing.T) {
+	base := testSpec()
+	spec, err := base.Override("search", Charge{"pool", 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := mustNew(t, spec)
+	for _, u := range []string{"https://api.example.com/v1/search", "https://old.example.com/v1/search"} {
+		req, _ := http.NewRequest("GET", u, nil)
+		if e, err := tab.Resolve(req); err != nil || e.Units() != 50 {
+			t.Errorf("%s after override: %d units (%v), want 50", u, e.Units(), err)
+		}
+	}
+	if base.Rules[2].Charges[0].Units != 100 {
+		t.Error("Override changed the spec it was called on")
+	}
+	if _, err := base.Override("no.such.endpoint", Charge{"pool", 1}); err == nil {
+		t.Error("Override of an unknown endpoint succeeded")
+	}
+}
+
+func TestLoadJSON(t *testing.T) {
+	const doc = `{
+	  "buckets": ["pool"],
+	  "rules": [
+	    {"pattern": "GET api.example.com/v1/search", "endpoint": "search", "charges": [{"bucket": "pool", "units": 100}]}
+	  ],
+	  "default": {"endpoint": "other", "charges": [{"bucket": "pool", "units": 1}]}
+	}`
+	tab, err := Load(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", "https://api.example.com/v1/search", nil)
+	if e, err := tab.Resolve(req); err != nil || e.Units() != 100 {
+		t.Errorf("search: %d units (%v), want 100", e.Units(), err)
+	}
+	for name, bad := range map[string]string{
+		"misspelt field": `{"buckets":["pool"],"rules":[{"pattern":"/a","endpoint":"a","charges":[{"bucket":"pool","unit":5}]}]}`,
+		"not json":       `buckets: pool`,
+		"trailing data":  `{"buckets":["pool"]} {}`,
+		"string units":   `{"buckets":["pool"],"rules":[{"pattern":"/a","endpoint":"a","charges":[{"bucket":"pool","units":"5"}]}]}`,
+	} {
+		if _, err := Load(strings.NewReader(bad)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := LoadFile(t.TempDir() + "/missing.json"); err == nil {
+		t.Error("LoadFile of a missing file succeeded")
+	}
+}
+
+func TestConcurrentResolve(t *testing.T) {
+	tab := mustNew(t, testSpec())
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				req, _ := http.NewRequest("GET", "https://api.example.com/v1/search", nil)
+				if e, err := tab.Resolve(req); err != nil || e.Name != "search" {
+					t.Errorf("Resolve = %v, %v", e.Name, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
