@@ -53,7 +53,7 @@ func TestResolve(t *testing.T) {
 		{"GET", "https://api.example.com:8443/v1/search", "search", 101}, // the port is not part of the host
 		{"DELETE", "https://api.example.com/v1/items/42/rate", "items.rate", 5},
 		{"GET", "https://anything.example.net/v1/status", "status", 1}, // no host in the pattern
-		{"GET", "https://api.example.com/v1//items", "items.list", 1}, // unclean paths match their clean form
+		{"GET", "https://api.example.com/v1//items", "items.list", 1},  // unclean paths match their clean form
 		{"GET", "https://api.example.com/v1/report", "report", 2},
 		{"GET", "https://api.example.com/v1/report?detail=full", "report", 20},
 	}
