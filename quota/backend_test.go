@@ -70,6 +70,7 @@ var suite = []struct {
 	{"WaitHonoursDeadline", testWaitDeadline},
 	{"WaitCancelledGivesUnitsBack", testWaitCancelled},
 	{"Pause", testPause},
+	{"Record", testRecord},
 	{"InvalidInputWritesNothing", testInvalidWritesNothing},
 	{"HostileNames", testHostileNames},
 }

@@ -122,6 +122,12 @@ func (l *Limiter) nextID() string {
 	return l.idPrefix + strconv.FormatUint(l.seq.Add(1), 36)
 }
 
+// Special maxWait values for the reserve script, in µs.
+const (
+	noBound = -1 // hold at whatever instant the charges fit
+	record  = -2 // record at once without checking the limits
+)
+
 // Allow decides at once whether the charges may be spent now. When they may,
 // the units are recorded and the reservation is OK; otherwise nothing is
 // recorded and RetryAfter says when they would fit. An error means no
@@ -138,10 +144,11 @@ func (l *Limiter) Allow(ctx context.Context, scope string, charges ...Charge) (*
 // beyond maxWait, nothing is recorded and the reservation is not OK. Call
 // Cancel if the call will not be made.
 func (l *Limiter) Reserve(ctx context.Context, scope string, maxWait time.Duration, charges ...Charge) (*Reservation, error) {
-	if maxWait < 0 {
-		maxWait = -1
+	wait := int64(noBound)
+	if maxWait >= 0 {
+		wait = maxWait.Microseconds()
 	}
-	return l.reserve(ctx, scope, maxWait, charges)
+	return l.reserve(ctx, scope, wait, charges)
 }
 
 // Wait takes a hold like Reserve and sleeps until it is due. It fails at
@@ -153,22 +160,33 @@ func (l *Limiter) Wait(ctx context.Context, scope string, charges ...Charge) (*R
 	if deadline, ok := ctx.Deadline(); ok {
 		maxWait = max(time.Until(deadline), 0)
 	}
-	r, err := l.reserve(ctx, scope, maxWait, charges)
+	r, err := l.Reserve(ctx, scope, maxWait, charges...)
 	if err != nil {
 		return nil, err
 	}
 	if !r.OK() {
 		return r, &RefusedError{Scope: scope, RetryAfter: r.RetryAfter()}
 	}
-	if err := r.wait(ctx); err != nil {
+	if err := r.Wait(ctx); err != nil {
 		return r, err
 	}
 	return r, nil
 }
 
-// reserve runs the reserve script; maxWait 0 asks for an immediate decision,
-// -1 for no bound.
-func (l *Limiter) reserve(ctx context.Context, scope string, maxWait time.Duration, charges []Charge) (*Reservation, error) {
+// Record writes charges that were spent without the limiter's say, e.g.
+// while Redis could not be reached, so that they count from now on in every
+// window. It checks no limit: the units are spent already, and the limits
+// may end up over-full, which later callers then wait out. The entries are
+// dated now, or after the newest hold, so they count at least as long as
+// the spending they stand for.
+func (l *Limiter) Record(ctx context.Context, scope string, charges ...Charge) (*Reservation, error) {
+	return l.reserve(ctx, scope, record, charges)
+}
+
+// reserve runs the reserve script with maxWait in µs: 0 asks for an
+// immediate decision, noBound for a hold at any instant, record to record
+// without checking.
+func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
 	if err := l.check(scope); err != nil {
 		return nil, err
 	}
@@ -178,7 +196,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait time.Durati
 	now, clockArg := l.now()
 	sk := l.scopeKey(scope)
 	id := l.nextID()
-	r := &Reservation{lim: l, scope: scope}
+	r := &Reservation{lim: l, scope: scope, charges: charges}
 	keys := make([]string, 0, 8)
 	limitArgs := make([]any, 0, 8)
 	pauses := []any{"*"}
@@ -202,12 +220,8 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait time.Durati
 	}
 	keys = append(keys, pauseKey(sk))
 
-	wait := int64(-1)
-	if maxWait >= 0 {
-		wait = maxWait.Microseconds()
-	}
 	args := make([]any, 0, 5+len(pauses)+len(limitArgs))
-	args = append(args, clockArg, wait, id, len(r.entries), len(pauses))
+	args = append(args, clockArg, maxWait, id, len(r.entries), len(pauses))
 	args = append(args, pauses...)
 	args = append(args, limitArgs...)
 
@@ -215,11 +229,11 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait time.Durati
 	if err != nil {
 		return nil, &RedisError{Op: "reserve", Err: err}
 	}
-	if len(reply) != 4 {
+	if len(reply) != 5 {
 		return nil, &RedisError{Op: "reserve", Err: errReply(reply)}
 	}
 	r.ok = reply[0] == 1
-	r.now, r.at, r.remaining = reply[1], reply[2], reply[3]
+	r.now, r.at, r.remaining, r.by = reply[1], reply[2], reply[3], reply[4]
 	r.decided = time.Now()
 	if r.ok {
 		for i := range r.entries {

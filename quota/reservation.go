@@ -28,6 +28,8 @@ type Reservation struct {
 	ok        bool
 	now, at   int64     // µs: the decision's instant and the admission instant
 	remaining int64     // smallest room left among the limits, in units
+	by        int64     // what set the instant; see reserve.lua
+	charges   []Charge  // as asked for, to name what set the instant
 	decided   time.Time // local time the reply arrived, to sleep from
 	entries   []entry   // what was recorded, for Cancel
 
@@ -111,10 +113,14 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 	return r.cancelErr
 }
 
-// wait sleeps until the reservation is due, measured from the moment its
-// reply arrived, which is never earlier than the admission instant. When ctx
-// ends first it cancels the hold and returns ctx.Err().
-func (r *Reservation) wait(ctx context.Context) error {
+// Wait sleeps until the reservation is due: Delay after the moment its reply
+// arrived, which is never earlier than the admission instant on the
+// decision's clock. When ctx ends first it gives the units back (Cancel) and
+// returns ctx.Err(). It returns at once for a refusal.
+func (r *Reservation) Wait(ctx context.Context) error {
+	if !r.ok {
+		return nil
+	}
 	d := r.Delay() - time.Since(r.decided)
 	if d <= 0 {
 		return nil
@@ -130,6 +136,39 @@ func (r *Reservation) wait(ctx context.Context) error {
 		// The hold is given back; if Redis cannot be told, it expires with its window.
 		return errors.Join(ctx.Err(), r.Cancel(cctx))
 	}
+}
+
+// A Constraint is what set a reservation's instant later than its decision.
+type Constraint struct {
+	// Bucket is the bucket whose limit or pause did, e.g. "search"; empty
+	// for a pause of the whole scope.
+	Bucket string
+	// Limit is the limit that had no room sooner; zero for a pause.
+	Limit Limit
+	// Paused reports a pause (see Limiter.Pause): the upstream said its
+	// quota was spent.
+	Paused bool
+}
+
+// Constraint returns what set the reservation's instant (the admission of a
+// hold, or the RetryAfter of a refusal), and false when nothing did: an
+// immediate admission, or a hold placed behind others waiting.
+func (r *Reservation) Constraint() (Constraint, bool) {
+	switch {
+	case r.by > 0:
+		i := int(r.by)
+		for _, c := range r.charges {
+			if i <= len(c.Limits) {
+				return Constraint{Bucket: c.Bucket, Limit: c.Limits[i-1]}, true
+			}
+			i -= len(c.Limits)
+		}
+	case r.by == -1:
+		return Constraint{Paused: true}, true
+	case r.by < -1 && int(-r.by-1) <= len(r.charges):
+		return Constraint{Bucket: r.charges[-r.by-2].Bucket, Paused: true}, true
+	}
+	return Constraint{}, false
 }
 
 // errReply describes a reply of the wrong shape.

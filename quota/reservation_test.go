@@ -115,8 +115,12 @@ func testPause(t *testing.T, b *backend) {
 	if err := l.Pause(ctx, s, "search", 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if r := mustAllow(t, other, s, charge("search", 1, lim)); r.OK() || r.RetryAfter() != 2*time.Second {
+	r := mustAllow(t, other, s, charge("pool", 1, lim), charge("search", 1, lim))
+	if r.OK() || r.RetryAfter() != 2*time.Second {
 		t.Errorf("paused bucket: OK=%v RetryAfter=%v, want refused for 2s", r.OK(), r.RetryAfter())
+	}
+	if c, ok := r.Constraint(); !ok || c != (Constraint{Bucket: "search", Paused: true}) {
+		t.Errorf("Constraint = %+v, %v; want the search pause", c, ok)
 	}
 	if r := mustAllow(t, other, s, charge("pool", 1, lim)); !r.OK() {
 		t.Error("a bucket that is not paused was refused")
@@ -136,11 +140,44 @@ func testPause(t *testing.T, b *backend) {
 	if err := l.Pause(ctx, s, "", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if r := mustAllow(t, other, s, charge("pool", 1, lim)); r.OK() || r.RetryAfter() != 5*time.Second {
+	r = mustAllow(t, other, s, charge("pool", 1, lim))
+	if r.OK() || r.RetryAfter() != 5*time.Second {
 		t.Errorf("paused scope: OK=%v RetryAfter=%v, want refused for 5s", r.OK(), r.RetryAfter())
+	}
+	if c, ok := r.Constraint(); !ok || c != (Constraint{Paused: true}) {
+		t.Errorf("Constraint = %+v, %v; want the scope's pause", c, ok)
 	}
 	clock.Add(5 * time.Second)
 	if r := mustAllow(t, other, s, charge("pool", 1, lim)); !r.OK() {
 		t.Errorf("after the pause: refused with %v", r.RetryAfter())
+	}
+}
+
+// testRecord checks that units spent without the limiter's say are
+// recorded past the limit, and that later callers then wait them out.
+func testRecord(t *testing.T, b *backend) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
+	clock := newFakeClock(t0)
+	l := b.limiter(WithClock(clock.Now))
+	s := scope(t, "s")
+	lim := PerWindow(10, time.Minute)
+	mustAllow(t, l, s, charge("b", 8, lim))
+	clock.Add(10 * time.Second)
+	r, err := l.Record(ctx, s, charge("b", 7, lim))
+	if err != nil || !r.OK() || !r.Time().Equal(clock.Now()) {
+		t.Fatalf("Record: OK=%v Time=%v err=%v, want recorded now", r.OK(), r.Time(), err)
+	}
+	if u := mustUsage(t, l, s, "b", lim); u.Used != 15 {
+		t.Errorf("used %d after recording 7 on top of 8, want 15", u.Used)
+	}
+	// 15 of 10 are counted: a 1-unit call needs 6 units to leave, which
+	// the first entry's 8 do a minute after t0, 50s from now.
+	r = mustAllow(t, l, s, charge("b", 1, lim))
+	if r.OK() || r.RetryAfter() != 50*time.Second {
+		t.Errorf("after Record: OK=%v RetryAfter=%v, want refused for 50s", r.OK(), r.RetryAfter())
+	}
+	if _, err := l.Record(ctx, s, charge("b", 11, lim)); !errors.Is(err, ErrCostExceedsLimit) {
+		t.Errorf("Record of more than the limit = %v, want ErrCostExceedsLimit", err)
 	}
 }

@@ -4,16 +4,19 @@
 -- KEYS: log_1, meta_1, ..., log_n, meta_n, pause
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
 --       maxwait  how far in µs the admission instant may lie after now;
---                -1 for no bound, 0 for an immediate decision
+--                -1 for no bound, 0 for an immediate decision, -2 to
+--                record without checking the limits (units already spent)
 --       id       unique suffix for the entries written
 --       n        number of limits
 --       np       number of pause fields, then the fields ('*' and buckets)
 --       then per limit: cost, units, window, nb, nb midnights (see limit())
 --
--- Reply: {admitted (1 or 0), now, at, remaining}
+-- Reply: {admitted (1 or 0), now, at, remaining, by}
 --   at: the admission instant when admitted; when refused, the earliest
 --   instant the cost would fit given what is recorded.
 --   remaining: the least room left among the limits at now.
+--   by: what set at, when later than now: i > 0 the i-th limit, -i the
+--   i-th pause field; 0 for nothing (now) or the queue of holds.
 
 local now = clock(ARGV[1])
 local maxwait = tonumber(ARGV[2])
@@ -123,20 +126,23 @@ for _, L in ipairs(limits) do
   expire(L, c)
   if L.sum > 0 and L.tail > t0 then t0 = L.tail end
 end
+local by = 0
 local resume = redis.call('HMGET', KEYS[2 * n + 1], unpack(pausefields))
 for i = 1, np do
   local u = tonumber(resume[i])
-  if u and u > t0 then t0 = u end
+  if u and u > t0 then t0, by = u, -i end
 end
 
 local at, beyond = t0, false
 local remaining = nil
-for _, L in ipairs(limits) do
-  local f = fit(L, t0)
-  if not f then
-    beyond = true
-  elseif f > at then
-    at = f
+for i, L in ipairs(limits) do
+  if maxwait ~= -2 then
+    local f = fit(L, t0)
+    if not f then
+      beyond, by = true, i
+    elseif f > at then
+      at, by = f, i
+    end
   end
   local room = L.units - L.sum
   if not remaining or room < remaining then remaining = room end
@@ -146,7 +152,7 @@ if beyond or (maxwait >= 0 and at - now > maxwait) then
   for _, L in ipairs(limits) do
     if L.dirty then save(L) end
   end
-  return {0, now, at, math.max(remaining, 0)}
+  return {0, now, at, math.max(remaining, 0), by}
 end
 
 local stamp = string.format('%d:', at)
@@ -158,4 +164,4 @@ for _, L in ipairs(limits) do
   save(L)
   remaining = math.min(remaining, L.units - L.sum)
 end
-return {1, now, at, math.max(remaining, 0)}
+return {1, now, at, math.max(remaining, 0), by}

@@ -157,6 +157,9 @@ func testAllOrNothing(t *testing.T, b *backend) {
 	if got := r.Remaining(); got != 0 {
 		t.Errorf("Remaining = %d, want 0 (search is full)", got)
 	}
+	if c, ok := r.Constraint(); !ok || c.Bucket != "search" || c.Limit != search || c.Paused {
+		t.Errorf("Constraint = %+v, %v; want the search limit", c, ok)
+	}
 	// The pool alone still has room.
 	if r, err := l.Allow(ctx, s, charge("pool", 10, pool, hour)); err != nil || !r.OK() {
 		t.Errorf("pool alone: OK=%v err=%v, want admitted", r.OK(), err)
