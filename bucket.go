@@ -1,0 +1,59 @@
+package tollgate
+
+import (
+	"math"
+
+	"github.com/tollgate/tollgate/quota"
+)
+
+// A Bucket holds the limits of one quota bucket of the upstream and the
+// reserve kept below them, so that tollgate runs out before the upstream
+// does: a 403 from the upstream is a worse signal than a clean refusal, and
+// the reserve absorbs calls made outside tollgate (a developer's curl, a
+// backfill script).
+type Bucket struct {
+	// Limits are the upstream's quotas for the bucket, e.g. 10,000 units a
+	// Pacific day; smoothing limits of your own may sit beside them, e.g.
+	// 420 units an hour.
+	Limits []quota.Limit
+	// ReserveUnits is kept below every limit, e.g. 500.
+	ReserveUnits int64
+	// ReservePercent is kept below every limit as a share of it, rounded
+	// up, e.g. 5 keeps 500 of 10,000.
+	ReservePercent float64
+}
+
+// effective returns the limits tollgate enforces: each upstream limit less
+// the reserve. It fails when a reserve leaves no room at all.
+func (b Bucket) effective(name string) ([]quota.Limit, error) {
+	if len(b.Limits) == 0 {
+		return nil, configErrorf("bucket %q has no limits", name)
+	}
+	if b.ReserveUnits < 0 || b.ReservePercent < 0 || b.ReservePercent >= 100 || math.IsNaN(b.ReservePercent) {
+		return nil, configErrorf("bucket %q: reserve must be at least zero and under 100%%", name)
+	}
+	out := make([]quota.Limit, len(b.Limits))
+	for i, l := range b.Limits {
+		if err := l.Validate(); err != nil {
+			return nil, configErrorf("bucket %q: %v", name, err)
+		}
+		keep := b.ReserveUnits + int64(math.Ceil(float64(l.Units)*b.ReservePercent/100))
+		if keep >= l.Units {
+			return nil, configErrorf("bucket %q: a reserve of %d leaves nothing of limit %v", name, keep, l)
+		}
+		l.Units -= keep
+		out[i] = l
+	}
+	return out, nil
+}
+
+// share returns limits scaled to a share of their units, at least 1 each,
+// for the in-process limiter of the Local outage mode.
+func share(limits []quota.Limit, s float64) []quota.Limit {
+	out := make([]quota.Limit, len(limits))
+	for i, l := range limits {
+		l.Units = max(int64(math.Floor(float64(l.Units)*s)), 1)
+		out[i] = l
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package tollgate
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/tollgate/tollgate/costs"
+)
+
+// DefaultMaxWait bounds how long the Wait action lets a request wait for its
+// turn when the Policy does not say.
+const DefaultMaxWait = time.Minute
+
+// An Action is what the Transport does with a request its quota has no room
+// for now.
+type Action int
+
+const (
+	// Wait takes a hold on the quota and sleeps until it is due, if that is
+	// within the Policy's MaxWait and the request context's deadline;
+	// otherwise it fails at once with a *QuotaError.
+	Wait Action = iota
+	// Error fails at once with a *QuotaError carrying RetryAfter.
+	Error
+	// Failover tries the Transport's Routes in order, and when every one is
+	// spent does what the Policy's AfterFailover says.
+	Failover
+)
+
+func (a Action) String() string {
+	switch a {
+	case Wait:
+		return "wait"
+	case Error:
+		return "error"
+	case Failover:
+		return "failover"
+	}
+	return "action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// An Outage is what the Transport does with a request while Redis cannot be
+// reached.
+type Outage int
+
+const (
+	// FailClosed sends nothing and fails with an *UnavailableError.
+	FailClosed Outage = iota
+	// FailOpen sends the request unmetered. The decision hook reports it,
+	// and its units are recorded in Redis once Redis answers again.
+	FailOpen
+	// Local decides on an in-process limiter holding the Transport's
+	// LocalShare of every limit (e.g. 1/8 for eight instances). Its spending
+	// is recorded in Redis once Redis answers again.
+	Local
+)
+
+func (o Outage) String() string {
+	switch o {
+	case FailClosed:
+		return "fail-closed"
+	case FailOpen:
+		return "fail-open"
+	case Local:
+		return "local"
+	}
+	return "outage(" + strconv.Itoa(int(o)) + ")"
+}
+
+// A Policy says what the Transport does with an endpoint's requests. The
+// zero Policy waits up to DefaultMaxWait and fails closed.
+type Policy struct {
+	// OnRefusal applies when the quota has no room now.
+	OnRefusal Action
+	// AfterFailover applies when OnRefusal is Failover and every route is
+	// spent: Wait (on the first scope) or Error.
+	AfterFailover Action
+	// MaxWait bounds a wait: 0 means DefaultMaxWait, a negative value no
+	// bound but the request context's deadline.
+	MaxWait time.Duration
+	// OnOutage applies while Redis cannot be reached.
+	OnOutage Outage
+}
+
+// maxWait is how long a request with this policy may wait, given the time
+// left before its context's deadline (negative: no deadline). A negative
+// result means no bound.
+func (p Policy) maxWait(untilDeadline time.Duration, hasDeadline bool) time.Duration {
+	w := p.MaxWait
+	if w == 0 {
+		w = DefaultMaxWait
+	}
+	if hasDeadline && (w < 0 || untilDeadline < w) {
+		w = max(untilDeadline, 0)
+	}
+	return w
+}
+
+// A PolicyFunc chooses the policy of an endpoint's requests. It is called on
+// every request and must be safe for concurrent use.
+type PolicyFunc func(endpoint costs.Endpoint) Policy
+
+// Policies returns a PolicyFunc that applies byEndpoint[name] to the
+// endpoint of that name and def to the others.
+func Policies(def Policy, byEndpoint map[string]Policy) PolicyFunc {
+	return func(e costs.Endpoint) Policy {
+		if p, ok := byEndpoint[e.Name]; ok {
+			return p
+		}
+		return def
+	}
+}

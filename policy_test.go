@@ -1,0 +1,186 @@
+package tollgate_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// fill spends units of the pool in scope directly, as another process would.
+func fill(t *testing.T, lim *quota.Limiter, scope string, units, limit int64, window time.Duration) *quota.Reservation {
+	t.Helper()
+	r, err := lim.Allow(context.Background(), scope,
+		quota.Charge{Bucket: "pool", Cost: units, Limits: []quota.Limit{quota.PerWindow(limit, window)}})
+	if err != nil || !r.OK() {
+		t.Fatalf("filling the pool: OK=%v err=%v", r.OK(), err)
+	}
+	return r
+}
+
+func TestWaitSleepsUntilItsTurn(t *testing.T) {
+	_, rc := realRedis(t)
+	lim := quota.New(rc)
+	up := newUpstream(t)
+	window := 400 * time.Millisecond
+	var d decisions
+	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), OnDecision: d.hook}
+	first := fill(t, lim, tollgate.DefaultScope, 100, 100, window)
+
+	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
+		t.Fatal(err)
+	}
+	turn := first.Time().Add(window)
+	got := up.last().at
+	if got.Before(turn) {
+		t.Errorf("request arrived %v before its turn", turn.Sub(got))
+	}
+	if late := got.Sub(turn); late > 200*time.Millisecond {
+		t.Errorf("request arrived %v after its turn; it should have been sent when due", late)
+	}
+	ev := d.list()[0]
+	if !ev.Admitted || ev.Mode != tollgate.ModeRedis || ev.Waited < window/2 {
+		t.Errorf("decision = %+v, want admitted on Redis after waiting", ev)
+	}
+}
+
+func TestWaitCancelledGivesItsHoldBack(t *testing.T) {
+	_, rc := realRedis(t)
+	lim := quota.New(rc)
+	up := newUpstream(t)
+	window := time.Minute
+	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window)}
+	fill(t, lim, tollgate.DefaultScope, 100, 100, window)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := send(t, tr, ctx, "GET", up.URL+"/v1/items", nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("RoundTrip = %v, want context.Canceled", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("RoundTrip took %v to notice the cancellation", took)
+	}
+	u, err := lim.Usage(context.Background(), tollgate.DefaultScope, "pool", quota.PerWindow(100, window))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Used != 100 || u.Held != 0 {
+		t.Errorf("after the cancelled wait: used %d held %d, want 100 and 0 (the hold given back)", u.Used, u.Held)
+	}
+	if up.count() != 0 {
+		t.Errorf("the upstream received %d requests, want 0", up.count())
+	}
+}
+
+func TestErrorPolicyReturnsQuotaError(t *testing.T) {
+	_, rc := realRedis(t)
+	lim := quota.New(rc)
+	up := newUpstream(t)
+	window := time.Minute
+	tr := &tollgate.Transport{
+		Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
+		Scope:  tollgate.Scope("project-a"),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
+	}
+	first := fill(t, lim, "project-a", 100, 150, window)
+	_, err := get(t, tr, up.URL+"/v1/search")
+	var qe *tollgate.QuotaError
+	if !errors.As(err, &qe) || !errors.Is(err, tollgate.ErrQuotaExhausted) {
+		t.Fatalf("RoundTrip = %v, want a *QuotaError", err)
+	}
+	if qe.Endpoint != "search.list" || qe.Scope != "project-a" || qe.Bucket != "pool" || qe.Cost != 100 || qe.Upstream {
+		t.Errorf("QuotaError = %+v, want search.list in project-a, bucket pool, cost 100, not upstream", qe)
+	}
+	// The 100 units of the fill leave a minute after it.
+	want := time.Until(first.Time().Add(window))
+	if qe.RetryAfter > want+50*time.Millisecond || qe.RetryAfter < want-time.Second {
+		t.Errorf("RetryAfter = %v, want about %v: when the fill leaves the window", qe.RetryAfter, want)
+	}
+	if up.count() != 0 {
+		t.Errorf("the upstream received %d requests, want 0", up.count())
+	}
+	// A cheap call still fits.
+	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
+		t.Errorf("1-unit call: %v", err)
+	}
+}
+
+func TestFailoverReachesTheNextRouteThenStops(t *testing.T) {
+	_, rc := realRedis(t)
+	lim := quota.New(rc)
+	up := newUpstream(t)
+	window := time.Minute
+	setKey := func(k string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("X-Api-Key", k) }
+	}
+	tr := &tollgate.Transport{
+		Limiter: lim, Costs: table(t), Buckets: buckets(3, window),
+		Scope:  tollgate.Scope("project-a"),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Error}, nil),
+		Routes: []tollgate.Route{
+			{Name: "b", Scope: "project-b", Rewrite: setKey("key-b")},
+			{Name: "c", Scope: "project-c", Rewrite: setKey("key-c")},
+		},
+	}
+	var keys []string
+	var err error
+	for i := 0; i < 12 && err == nil; i++ {
+		req, _ := http.NewRequest("GET", up.URL+"/v1/items", nil)
+		req.Header.Set("X-Api-Key", "key-a")
+		var resp *http.Response
+		if resp, err = tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+			keys = append(keys, up.last().header.Get("X-Api-Key"))
+		}
+		if got := req.Header.Get("X-Api-Key"); got != "key-a" {
+			t.Fatalf("the route's rewrite changed the caller's request: key %q", got)
+		}
+	}
+	if got, want := strings.Join(keys, ","), "key-a,key-a,key-a,key-b,key-b,key-b,key-c,key-c,key-c"; got != want {
+		t.Errorf("keys sent = %s, want %s", got, want)
+	}
+	if !errors.Is(err, tollgate.ErrQuotaExhausted) {
+		t.Errorf("after every route was spent: %v, want a *QuotaError", err)
+	}
+}
+
+// memoryCache is a Base that answers without the upstream, like a cache.
+type memoryCache struct{ hits int }
+
+func (c *memoryCache) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.hits++
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{"X-Cache": {"hit"}}, Request: req}, nil
+}
+
+func TestFailoverToACacheThenWait(t *testing.T) {
+	lim := embedded(t)
+	up := newUpstream(t)
+	window := 300 * time.Millisecond
+	cache := &memoryCache{}
+	pol := tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Wait}
+	tr := &tollgate.Transport{
+		Limiter: lim, Costs: table(t), Buckets: buckets(100, window),
+		Policy: tollgate.Policies(tollgate.Policy{}, map[string]tollgate.Policy{"items.list": pol}),
+		Routes: []tollgate.Route{{Name: "cache", Base: cache}},
+	}
+	fill(t, lim, tollgate.DefaultScope, 100, 100, window)
+	resp, err := get(t, tr, up.URL+"/v1/items")
+	if err != nil || resp.Header.Get("X-Cache") != "hit" || up.count() != 0 {
+		t.Fatalf("items.list with the pool spent: err %v, cache hits %d, upstream %d; want a cache hit", err, cache.hits, up.count())
+	}
+	// With no route left, AfterFailover says wait for the pool's turn.
+	tr2 := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Policy: tr.Policy}
+	if _, err := get(t, tr2, up.URL+"/v1/items"); err != nil || up.count() != 1 {
+		t.Errorf("with every route spent, Wait: err %v, upstream %d; want sent after waiting", err, up.count())
+	}
+}

@@ -1,0 +1,60 @@
+package tollgate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// A ScopeFunc names the quota pool a request spends from: for YouTube, the
+// Cloud project its key belongs to. It must be safe for concurrent use, and
+// it must never return a raw credential: scopes appear in Redis keys, hooks,
+// logs and errors. Use HashCredential for scopes derived from credentials.
+type ScopeFunc func(req *http.Request) (string, error)
+
+// DefaultScope is the scope of every request of a Transport without a ScopeFunc.
+const DefaultScope = "default"
+
+// Scope returns a ScopeFunc that puts every request in the pool name.
+func Scope(name string) ScopeFunc {
+	return func(*http.Request) (string, error) { return name, nil }
+}
+
+// CredentialScope returns a ScopeFunc that gives each credential its own
+// pool, named by a hash of it: credential returns the request's secret (an
+// API key, a token), and "" when the request carries none, which is an
+// error.
+func CredentialScope(credential func(*http.Request) string) ScopeFunc {
+	return func(req *http.Request) (string, error) {
+		secret := credential(req)
+		if secret == "" {
+			return "", errors.New("tollgate: the request carries no credential to derive its scope from")
+		}
+		return HashCredential(secret), nil
+	}
+}
+
+// HashCredential names a credential without revealing it: "cred-" and the
+// first 16 bytes of its SHA-256, in hex. API keys and tokens are long
+// random strings, so the name cannot be turned back into the secret.
+func HashCredential(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "cred-" + hex.EncodeToString(sum[:16])
+}
+
+// BearerToken returns the token of an "Authorization: Bearer" header, or "".
+func BearerToken(req *http.Request) string {
+	h := req.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// QueryParam returns a func that reads the named query parameter, e.g.
+// QueryParam("key") for an API key sent as ?key=.
+func QueryParam(name string) func(*http.Request) string {
+	return func(req *http.Request) string { return req.URL.Query().Get(name) }
+}

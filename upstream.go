@@ -1,0 +1,82 @@
+package tollgate
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/costs"
+)
+
+// DefaultPause is how long a scope pauses after a 429 that carries no usable
+// Retry-After.
+const DefaultPause = 10 * time.Second
+
+// A Verdict is what an upstream response says about the quota.
+type Verdict struct {
+	// Spent reports that the upstream refused the call for want of quota.
+	Spent bool
+	// Buckets are the buckets it says are spent; none means the whole scope.
+	Buckets []string
+	// Pause is how long every worker must hold off, e.g. until the next
+	// Pacific midnight for YouTube's quotaExceeded.
+	Pause time.Duration
+}
+
+// An UpstreamFunc reads a response for what it says about the quota. It may
+// read the body, but must leave it for the caller to read whole again (see
+// PeekBody). It is called on every response; it must be safe for
+// concurrent use and must not fail: a body it cannot parse is simply not a
+// quota verdict.
+type UpstreamFunc func(resp *http.Response, endpoint costs.Endpoint) Verdict
+
+// DefaultUpstream reads any 429 Too Many Requests as the whole scope being
+// spent, for as long as its Retry-After says (DefaultPause when it says
+// nothing usable). Providers wrap it with their own signals.
+func DefaultUpstream(resp *http.Response, _ costs.Endpoint) Verdict {
+	if resp.StatusCode != http.StatusTooManyRequests {
+		return Verdict{}
+	}
+	d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if !ok {
+		d = DefaultPause
+	}
+	return Verdict{Spent: true, Pause: d}
+}
+
+// ParseRetryAfter reads a Retry-After header, in seconds or as an HTTP
+// date, as a duration from now. It reports false for an empty or unusable
+// value.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 || secs > int64(365*24*time.Hour/time.Second) {
+			return 0, false
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// PeekBody reads up to n bytes of a response body and puts them back in
+// front of the rest, so the caller still reads the body whole.
+func PeekBody(resp *http.Response, n int64) ([]byte, error) {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return nil, nil
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, n))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return head, err
+}
