@@ -44,7 +44,8 @@ func DefaultUpstream(resp *http.Response, _ costs.Endpoint) Verdict {
 	if !ok {
 		d = DefaultPause
 	}
-	return Verdict{Spent: true, Pause: d}
+	// A date already past still means "not this instant".
+	return Verdict{Spent: true, Pause: max(d, time.Second)}
 }
 
 // ParseRetryAfter reads a Retry-After header, in seconds or as an HTTP

@@ -1,0 +1,208 @@
+package youtube
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate"
+)
+
+// fakeYouTube records the key each request carried and answers with respond.
+type fakeYouTube struct {
+	*httptest.Server
+	mu      sync.Mutex
+	keys    []string
+	queries []string
+	respond func(w http.ResponseWriter)
+}
+
+func newFake(t *testing.T) *fakeYouTube {
+	f := &fakeYouTube{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.keys = append(f.keys, r.Header.Get("X-Goog-Api-Key"))
+		f.queries = append(f.queries, r.URL.RawQuery)
+		respond := f.respond
+		f.mu.Unlock()
+		if respond != nil {
+			respond(w)
+			return
+		}
+		io.WriteString(w, `{"kind":"youtube#videoListResponse","items":[]}`)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeYouTube) calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.keys)
+}
+
+// newTestTransport meters the fake's host with the classic table and an
+// hour-long window, no reserve.
+func newTestTransport(t *testing.T, f *fakeYouTube, keys []string, opts Options) *Transport {
+	t.Helper()
+	u, _ := url.Parse(f.URL)
+	if len(opts.Table.Rules) == 0 {
+		opts.Table = Classic(u.Host)
+	}
+	if opts.Window == 0 {
+		opts.Window = time.Hour
+	}
+	if opts.ReservePercent == 0 {
+		opts.ReservePercent = -1
+	}
+	tr, err := NewTransport(keys, nil, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+func call(t *testing.T, tr http.RoundTripper, rawURL string) error {
+	t.Helper()
+	req, err := http.NewRequest("GET", rawURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return err
+}
+
+func TestKeySentInHeaderNotURL(t *testing.T) {
+	f := newFake(t)
+	tr := newTestTransport(t, f, []string{"KEY-ONE", "KEY-TWO"}, Options{})
+	req, _ := http.NewRequest("GET", f.URL+"/youtube/v3/videos?part=snippet&chart=mostPopular", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if f.keys[0] != "KEY-ONE" || strings.Contains(f.queries[0], "KEY") {
+		t.Errorf("upstream got key header %q and query %q, want the first key in the header only", f.keys[0], f.queries[0])
+	}
+	if req.Header.Get("X-Goog-Api-Key") != "" {
+		t.Error("the caller's request was changed")
+	}
+}
+
+func TestKeysOfOneProjectShareItsQuota(t *testing.T) {
+	f := newFake(t)
+	tr := newTestTransport(t, f, nil, Options{
+		Pools:  map[string][]string{"project-a": {"A1", "A2"}, "project-b": {"B1"}},
+		Quota:  250,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
+	})
+	search := f.URL + "/youtube/v3/search?part=snippet&q=go&key="
+	for _, k := range []string{"A1", "A2"} {
+		if err := call(t, tr, search+k); err != nil {
+			t.Fatalf("search with %s: %v", k, err)
+		}
+	}
+	err := call(t, tr, search+"A1")
+	var qe *tollgate.QuotaError
+	if !errors.As(err, &qe) || qe.Scope != "project-a" {
+		t.Fatalf("third search in project-a: %v, want a *QuotaError for project-a (two keys, one quota)", err)
+	}
+	if err := call(t, tr, search+"B1"); err != nil {
+		t.Errorf("project-b has its own quota: %v", err)
+	}
+	err = call(t, tr, search+"UNKNOWN-KEY-123")
+	if err == nil || strings.Contains(err.Error(), "UNKNOWN-KEY-123") {
+		t.Errorf("a key in no pool: %v, want an error that does not show the key", err)
+	}
+}
+
+func TestFailoverToAnotherProject(t *testing.T) {
+	f := newFake(t)
+	tr := newTestTransport(t, f, nil, Options{
+		Pools:  map[string][]string{"project-a": {"A1"}, "project-b": {"B1"}},
+		Quota:  100,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Error}, nil),
+	})
+	search := f.URL + "/youtube/v3/search?part=snippet&q=go&key=A1"
+	for range 2 {
+		if err := call(t, tr, search); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Join(f.keys, ","); got != ",B1" {
+		t.Errorf("header keys = %q, want the first call with its own URL key, the second failed over to B1", got)
+	}
+	if strings.Contains(f.queries[1], "A1") {
+		t.Errorf("the failover request still carried project-a's key: %q", f.queries[1])
+	}
+	if err := call(t, tr, search); !errors.Is(err, tollgate.ErrQuotaExhausted) {
+		t.Errorf("both projects spent: %v, want a *QuotaError", err)
+	}
+}
+
+func TestQuotaExceededStopsUntilTheReset(t *testing.T) {
+	f := newFake(t)
+	f.respond = func(w http.ResponseWriter) {
+		w.WriteHeader(http.StatusForbidden)
+		b, _ := io.ReadAll(strings.NewReader(fixture(t, "quotaExceeded.json")))
+		w.Write(b)
+	}
+	u, _ := url.Parse(f.URL)
+	tr2, err := NewTransport([]string{"K"}, nil, &Options{Table: Granular(u.Host)}) // the Pacific day
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.Close()
+	videos := f.URL + "/youtube/v3/videos?part=snippet&chart=mostPopular"
+	want := time.Until(NextReset(time.Now()))
+	err = call(t, tr2, videos)
+	var qe *tollgate.QuotaError
+	if !errors.As(err, &qe) || !qe.Upstream || qe.Bucket != Pool {
+		t.Fatalf("after a 403 quotaExceeded: %v, want a *QuotaError from the upstream for the pool", err)
+	}
+	if qe.RetryAfter < want-2*time.Second || qe.RetryAfter > want {
+		t.Errorf("RetryAfter = %v, want about %v (the next Pacific midnight)", qe.RetryAfter, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", videos, nil)
+	if _, err := tr2.RoundTrip(req); !errors.As(err, &qe) || !qe.Upstream {
+		t.Errorf("the next call: %v, want refused without sending", err)
+	}
+	if f.calls() != 1 {
+		t.Errorf("the upstream got %d calls, want 1", f.calls())
+	}
+}
+
+func TestNewTransportRejectsBadPools(t *testing.T) {
+	cases := map[string]struct {
+		keys  []string
+		pools map[string][]string
+	}{
+		"keys and pools":      {[]string{"K"}, map[string][]string{"p": {"K2"}}},
+		"a key in two pools":  {nil, map[string][]string{"p": {"K"}, "q": {"K"}}},
+		"an empty key":        {[]string{""}, nil},
+		"a pool with no name": {nil, map[string][]string{"": {"K"}}},
+		"no pools at all":     {nil, map[string][]string{}},
+	}
+	for name, c := range cases {
+		if tr, err := NewTransport(c.keys, nil, &Options{Pools: c.pools}); err == nil {
+			tr.Close()
+			t.Errorf("%s: no error", name)
+		} else if strings.Contains(err.Error(), "K2") {
+			t.Errorf("%s: the error %q shows a key", name, err)
+		}
+	}
+}
