@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noEnv(string) string { return "" }
+
+func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
+	cases := []struct {
+		args []string
+		flag string // the one-line error must name it
+	}{
+		{[]string{"-quota", "-5"}, "-quota"},
+		{[]string{"-quota", "0"}, "-quota"},
+		{[]string{"-quota", "many"}, "-quota"},
+		{[]string{"-table", "fancy"}, "-table"},
+		{[]string{"-policy", "retry"}, "-policy"},
+		{[]string{"-api", "://nope"}, "-api"},
+		{[]string{"-api", "ftp://example.com/youtube/v3"}, "-api"},
+		{[]string{"-redis", "http://localhost:6379"}, "-redis"},
+		{[]string{"-redis", "not a url"}, "-redis"},
+		{[]string{"-redis", "localhost:99999"}, "-redis"},
+		{[]string{"-window", "-1s"}, "-window"},
+		{[]string{"-window", "soon"}, "-window"},
+		{[]string{"-duration", "-5m"}, "-duration"},
+		{[]string{"-reserve", "-1"}, "-reserve"},
+		{[]string{"-reserve", "600", "-quota", "600"}, "-reserve"},
+		{[]string{"-regions", "usa"}, "-regions"},
+		{[]string{"-regions", ","}, "-regions"},
+		{[]string{"-search-quota", "0"}, "-search-quota"},
+		{[]string{"-max-wait", "-1s"}, "-max-wait"},
+		{[]string{"-no-such-flag"}, "-no-such-flag"},
+		{[]string{"stray"}, "stray"},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), c.args, &stdout, &stderr, noEnv)
+		msg := stderr.String()
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", c.args, code, msg)
+			continue
+		}
+		if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, c.flag) {
+			t.Errorf("%v: stderr %q, want one line naming %s", c.args, msg, c.flag)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%v: wrote %q to stdout", c.args, stdout.String())
+		}
+	}
+}
+
+func TestFlagDefaults(t *testing.T) {
+	c, err := parseFlags([]string{"-keys", "K1, K2"}, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.offline || len(c.keys) != 2 || c.quota != 10000 || c.reserve != 500 || c.window != 0 ||
+		c.table != "granular" || c.policy != "wait" || len(c.regions) != 8 || c.api != defaultAPI {
+		t.Errorf("defaults with keys: %+v", c)
+	}
+	// Keys from the environment; the quota scales down only offline.
+	c, err = parseFlags(nil, func(k string) string {
+		if k == "YOUTUBE_API_KEYS" {
+			return "ENVKEY"
+		}
+		return ""
+	}, nil)
+	if err != nil || c.offline || c.keys[0] != "ENVKEY" {
+		t.Errorf("keys from YOUTUBE_API_KEYS: %+v, %v", c, err)
+	}
+	c, err = parseFlags(nil, noEnv, nil)
+	if err != nil || !c.offline || c.quota != offlineQuota || c.window != offlineWindow || c.reserve != 3 {
+		t.Errorf("offline defaults: %+v, %v", c, err)
+	}
+	c, err = parseFlags([]string{"-quota", "1000", "-window", "2s", "-reserve", "0"}, noEnv, nil)
+	if err != nil || c.quota != 1000 || c.window != 2*time.Second || c.reserve != 0 {
+		t.Errorf("flags win over the offline defaults: %+v, %v", c, err)
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &bytes.Buffer{}, &stderr, noEnv); code != 0 {
+		t.Errorf("-h: exit %d, want 0", code)
+	}
+	if !strings.Contains(stderr.String(), "-policy") {
+		t.Errorf("-h printed %q, want the flags", stderr.String())
+	}
+}

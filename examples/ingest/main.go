@@ -1,0 +1,278 @@
+// Command ingest is a trending-video ingestion job for several regions
+// that share one YouTube Data API quota through tollgate.
+//
+// Each region's pass reads the mostPopular chart page by page, the channels
+// seen in it by batches of 50, and one search. Every call goes through a
+// youtube.Transport, so all regions, in this process and in any other
+// started with the same -redis, spend one project's quota and stop (or
+// wait their turn) before YouTube would refuse them.
+//
+// With no API keys it runs offline: a simulated YouTube API (with its own
+// quota and real 403 quotaExceeded answers) in this process, the embedded
+// Redis, and a quota and window scaled down to seconds:
+//
+//	go run ./examples/ingest
+//	go run ./examples/ingest -policy error
+//	go run ./examples/ingest -keys "$YOUTUBE_API_KEYS" -redis redis://localhost:6379
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/ytsim"
+	"github.com/tollgate/tollgate/providers/youtube"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// run is the whole program; it returns the exit code: 0 done, 1 failed,
+// 2 bad command line.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {
+	c, err := parseFlags(args, env, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if c.simulate != "" {
+		return serveSimulation(ctx, c, stdout, stderr)
+	}
+	if err := ingest(ctx, c, stdout); err != nil {
+		fmt.Fprintln(stderr, "ingest:", err)
+		return 1
+	}
+	return 0
+}
+
+// ingest runs the regional workers and prints their report.
+func ingest(ctx context.Context, c *config, out io.Writer) error {
+	rdb, err := connectRedis(ctx, c.redis)
+	if err != nil {
+		return err
+	}
+	if rdb != nil {
+		defer rdb.Close()
+	}
+
+	base, keys := c.api, c.keys
+	var sim *ytsim.Server
+	if c.offline {
+		sim = newSimulation(c)
+		srv := httptest.NewServer(sim)
+		defer srv.Close()
+		base, keys = srv.URL+"/youtube/v3", []string{"offline-demo-key"}
+	}
+	host, _ := url.Parse(base)
+
+	rep := newReport(out, c.regions)
+	pol := tollgate.Policy{OnRefusal: tollgate.Wait, MaxWait: c.waitLimit()}
+	if c.policy == "error" {
+		pol.OnRefusal = tollgate.Error
+	}
+	table := youtube.Granular(host.Host)
+	if c.table == "classic" {
+		table = youtube.Classic(host.Host)
+	}
+	opts := &youtube.Options{
+		Table:          table,
+		Quota:          c.quota,
+		SearchQuota:    c.searchQuota,
+		Window:         c.window,
+		ReservePercent: -1,
+		Buckets:        nil,
+		Policy:         tollgate.Policies(pol, nil),
+		OnDecision:     rep.decision,
+	}
+	if c.reserve > 0 {
+		// The reserve is given in pool units; keep the same share of
+		// every bucket.
+		opts.ReservePercent = 100 * float64(c.reserve) / float64(c.quota)
+	}
+	tr, err := youtube.NewTransport(keys, rdb, opts)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	a := &api{client: &http.Client{Transport: tr}, base: base}
+
+	fmt.Fprintln(out, c.describe(base, rdb != nil))
+	runCtx := ctx
+	if c.duration > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, c.duration)
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	for _, region := range c.regions {
+		wg.Go(func() {
+			rctx := withRegion(runCtx, region)
+			for n := 1; ; n++ {
+				res, err := a.pass(rctx, region)
+				rep.passDone(rctx, region, n, res, err)
+				if c.duration == 0 || runCtx.Err() != nil {
+					return
+				}
+				var qe *tollgate.QuotaError
+				if errors.As(err, &qe) {
+					// Stopped cleanly: come back when the quota does.
+					select {
+					case <-time.After(qe.RetryAfter):
+					case <-runCtx.Done():
+						return
+					}
+				} else if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	fmt.Fprintln(out)
+	buckets := []string{youtube.Pool}
+	if c.table == "granular" {
+		buckets = append(buckets, youtube.Search)
+	}
+	rep.table(buckets)
+	units, upstream, failed := rep.totals()
+	fmt.Fprintf(out, "\nquota: %d pool units per %s, %d after a reserve of %d; spent %d pool units in all",
+		c.quota, c.windowName(), c.quota-c.reserve, c.reserve, units[youtube.Pool])
+	if c.table == "granular" {
+		fmt.Fprintf(out, ", %d search calls (%d per %s)", units[youtube.Search], c.searchQuota, c.windowName())
+	}
+	fmt.Fprintln(out)
+	if sim != nil {
+		upstream = simulatedQuotaErrors(sim)
+		fmt.Fprintf(out, "most pool units the upstream received in one of its %s windows: %d of %d\n",
+			c.window, mostInAWindow(sim.Arrivals(), ytsim.Pool, c.window), c.quota)
+	}
+	fmt.Fprintf(out, "upstream quota errors: %d\n", upstream)
+	if failed > 0 {
+		return fmt.Errorf("%d passes failed", failed)
+	}
+	return nil
+}
+
+// waitLimit is how long a call may wait for its turn: -max-wait, else
+// three windows (enough for a queue of regions a few windows deep), else
+// ten minutes of the Pacific day.
+func (c *config) waitLimit() time.Duration {
+	switch {
+	case c.maxWait > 0:
+		return c.maxWait
+	case c.window > 0:
+		return 3*c.window + time.Second
+	}
+	return 10 * time.Minute
+}
+
+// windowName describes the window, e.g. "10s" or "Pacific day".
+func (c *config) windowName() string {
+	if c.window > 0 {
+		return c.window.String()
+	}
+	return "Pacific day"
+}
+
+// describe is the first line of the output: what runs against what.
+func (c *config) describe(base string, sharedRedis bool) string {
+	where := "embedded Redis (this process only)"
+	if sharedRedis {
+		where = "Redis " + redactURL(c.redis)
+	}
+	api := "YouTube API at " + base
+	if c.offline {
+		api = "simulated YouTube API at " + base + " (offline: no -keys)"
+	}
+	return fmt.Sprintf("tollgate ingest: %d regions, %s table, -policy %s, %s; %s",
+		len(c.regions), c.table, c.policy, where, api)
+}
+
+// connectRedis returns a client for -redis (nil for the embedded Redis),
+// after checking within a few seconds that it answers.
+func connectRedis(ctx context.Context, spec string) (redis.UniversalClient, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	addrs := splitList(spec)
+	var client redis.UniversalClient
+	if len(addrs) == 1 {
+		opt, err := redisOptions(addrs[0])
+		if err != nil {
+			return nil, err
+		}
+		client = redis.NewClient(opt)
+	} else {
+		copt := &redis.ClusterOptions{DialTimeout: 2 * time.Second, MaxRetries: 1}
+		for _, a := range addrs {
+			opt, err := redisOptions(a)
+			if err != nil {
+				return nil, err
+			}
+			copt.Addrs = append(copt.Addrs, opt.Addr)
+			copt.Username, copt.Password, copt.TLSConfig = opt.Username, opt.Password, opt.TLSConfig
+		}
+		client = redis.NewClusterClient(copt)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redis at %s does not answer: %w", redactURL(spec), err)
+	}
+	return client, nil
+}
+
+// redisOptions reads one -redis item: a redis:// or rediss:// URL, or host:port.
+func redisOptions(a string) (*redis.Options, error) {
+	var opt *redis.Options
+	if strings.Contains(a, "://") {
+		var err error
+		if opt, err = redis.ParseURL(a); err != nil {
+			return nil, fmt.Errorf("-redis: %w", err)
+		}
+	} else {
+		opt = &redis.Options{Addr: a}
+	}
+	if strings.HasPrefix(a, "rediss://") && opt.TLSConfig == nil {
+		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	// Notice an outage in a second or two, and fall back (fail closed by default).
+	opt.DialTimeout, opt.DialerRetries, opt.MaxRetries = 2*time.Second, 1, 1
+	return opt, nil
+}
+
+// redactURL hides a password in a Redis URL.
+func redactURL(s string) string {
+	var out []string
+	for _, a := range splitList(s) {
+		if u, err := url.Parse(a); err == nil && u.User != nil {
+			a = u.Redacted()
+		}
+		out = append(out, a)
+	}
+	return strings.Join(out, ",")
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tollgate/tollgate"
+)
+
+// regionKey carries a request's region in its context, for the hook.
+type regionKey struct{}
+
+func withRegion(ctx context.Context, region string) context.Context {
+	return context.WithValue(ctx, regionKey{}, region)
+}
+
+// regionStats is what one region did.
+type regionStats struct {
+	passes, videos, channels, calls int
+	units                           map[string]int64 // admitted, by bucket
+	reported                        map[string]int64 // units as of the last pass line
+	waited                          time.Duration
+	refused                         int // calls tollgate refused
+	upstream                        int // calls the upstream refused for quota
+	failed                          int // passes that ended on another error
+}
+
+// report gathers the regions' progress and prints it.
+type report struct {
+	mu      sync.Mutex
+	out     io.Writer
+	start   time.Time
+	regions map[string]*regionStats
+	order   []string
+}
+
+func newReport(out io.Writer, regions []string) *report {
+	r := &report{out: out, start: time.Now(), regions: map[string]*regionStats{}, order: regions}
+	for _, name := range regions {
+		r.regions[name] = &regionStats{units: map[string]int64{}, reported: map[string]int64{}}
+	}
+	return r
+}
+
+// printf writes one progress line, stamped with the time since the start.
+func (r *report) printf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.line(format, args...)
+}
+
+func (r *report) line(format string, args ...any) {
+	fmt.Fprintf(r.out, "%6.1fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// decision is the Transport's decision hook: it counts units and waits per
+// region, and tells of long waits as they end.
+func (r *report) decision(ctx context.Context, d tollgate.Decision) {
+	region, _ := ctx.Value(regionKey{}).(string)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.regions[region]
+	if s == nil {
+		return
+	}
+	if !d.Admitted {
+		return
+	}
+	for _, ch := range d.Charges {
+		s.units[ch.Bucket] += ch.Units
+	}
+	s.waited += d.Waited
+	if d.Waited >= 500*time.Millisecond {
+		r.line("[%s] waited %.1fs for its turn: %s", region, d.Waited.Seconds(), d.Endpoint)
+	}
+}
+
+// passDone records a pass and prints its line.
+func (r *report) passDone(ctx context.Context, region string, n int, res passResult, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.regions[region]
+	s.videos += res.videos
+	s.channels += res.channels
+	s.calls += res.calls
+	spent := s.spentSinceReport()
+	var qe *tollgate.QuotaError
+	switch {
+	case err == nil:
+		s.passes++
+		r.line("[%s] pass %d done: %d videos, %d channels in %d calls; spent %s", region, n, res.videos, res.channels, res.calls, spent)
+	case stopped(ctx, err):
+		r.line("[%s] pass %d cut short: the run is over", region, n)
+	case errors.As(err, &qe):
+		if qe.Upstream {
+			s.upstream++
+		} else {
+			s.refused++
+		}
+		who := "refused"
+		if qe.Upstream {
+			who = "refused by the upstream"
+		}
+		r.line("[%s] pass %d stopped cleanly: %s %s, quota back in %.1fs; spent %s", region, n, qe.Endpoint, who, qe.RetryAfter.Seconds(), spent)
+	default:
+		s.failed++
+		r.line("[%s] pass %d failed: %v", region, n, err)
+	}
+}
+
+// spentSinceReport describes the units admitted since the last pass line,
+// e.g. "5 pool units, 1 search unit".
+func (s *regionStats) spentSinceReport() string {
+	var parts []string
+	for _, b := range sortedKeys(s.units) {
+		if d := s.units[b] - s.reported[b]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s units", d, b))
+		}
+		s.reported[b] = s.units[b]
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// table prints the final table, one row per region and a total.
+func (r *report) table(buckets []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(w, "region\tpasses\tvideos\tchannels\tcalls\t")
+	for _, b := range buckets {
+		fmt.Fprintf(w, "%s units\t", b)
+	}
+	fmt.Fprint(w, "waited\trefused\tupstream 403\t\n")
+	var total regionStats
+	total.units = map[string]int64{}
+	for _, name := range r.order {
+		s := r.regions[name]
+		r.row(w, name, s, buckets)
+		total.passes += s.passes
+		total.videos += s.videos
+		total.channels += s.channels
+		total.calls += s.calls
+		total.waited += s.waited
+		total.refused += s.refused
+		total.upstream += s.upstream
+		total.failed += s.failed
+		for b, u := range s.units {
+			total.units[b] += u
+		}
+	}
+	r.row(w, "total", &total, buckets)
+	w.Flush()
+}
+
+func (r *report) row(w io.Writer, name string, s *regionStats, buckets []string) {
+	fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t", name, s.passes, s.videos, s.channels, s.calls)
+	for _, b := range buckets {
+		fmt.Fprintf(w, "%d\t", s.units[b])
+	}
+	fmt.Fprintf(w, "%.1fs\t%d\t%d\t\n", s.waited.Seconds(), s.refused, s.upstream)
+}
+
+// totals returns the units admitted per bucket and the failures, over all regions.
+func (r *report) totals() (units map[string]int64, upstream, failed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	units = map[string]int64{}
+	for _, s := range r.regions {
+		for b, u := range s.units {
+			units[b] += u
+		}
+		upstream += s.upstream
+		failed += s.failed
+	}
+	return units, upstream, failed
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/redistest"
+	"github.com/tollgate/tollgate/internal/ytsim"
+)
+
+// TestOfflineDemo runs the main job as `go run ./examples/ingest` does,
+// with a shorter window: eight regions against the simulated API, more
+// searches than one window holds, so some regions wait their turn.
+func TestOfflineDemo(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-window", "400ms"}, &stdout, &stderr, noEnv)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s\n%s", code, stderr.String(), out)
+	}
+	for _, want := range []string{"simulated YouTube API", "[US] pass 1 done", "waited", "total", "upstream quota errors: 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "refused by the upstream") {
+		t.Errorf("the upstream refused a call:\n%s", out)
+	}
+}
+
+func TestOfflineDemoErrorPolicy(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-window", "1h", "-policy", "error", "-table", "classic"}, &stdout, &stderr, noEnv)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s\n%s", code, stderr.String(), out)
+	}
+	// 600 units an hour, 570 after the reserve: five passes of 105 fit, the
+	// other three regions stop cleanly at their search.
+	if got := strings.Count(out, "stopped cleanly: search.list refused"); got != 3 {
+		t.Errorf("%d regions stopped at search.list, want 3:\n%s", got, out)
+	}
+	if !strings.Contains(out, "upstream quota errors: 0") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// TestUnreachableRedis: a Redis that does not answer is a clear error
+// within a few seconds and exit 1, not a hang.
+func TestUnreachableRedis(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"-redis", "redis://127.0.0.1:1"}, &stdout, &stderr, noEnv)
+	if ctx.Err() != nil {
+		t.Fatal("run hung on an unreachable Redis")
+	}
+	if code != 1 || !strings.Contains(stderr.String(), "does not answer") || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want 1 and one line saying Redis does not answer", code, stderr.String())
+	}
+}
+
+// TestRunsShareOneQuota: three runs (three Transports, three limiters, as
+// three processes would have) share a real redis-server and one simulated
+// upstream; together they stay inside its quota.
+func TestRunsShareOneQuota(t *testing.T) {
+	srv := redistest.Start(t)
+	window := 500 * time.Millisecond
+	sim := ytsim.New(ytsim.Config{Quota: 120, Window: window, Granular: true, SearchQuota: 6})
+	api := httptest.NewServer(sim)
+	defer api.Close()
+	args := []string{
+		"-redis", "redis://" + srv.Addr, "-api", api.URL + "/youtube/v3", "-keys", "shared-key",
+		"-quota", "120", "-search-quota", "6", "-window", window.String(), "-duration", "3s",
+	}
+	var wg sync.WaitGroup
+	outs := make([]bytes.Buffer, 3)
+	codes := make([]int, 3)
+	for i := range 3 {
+		wg.Go(func() {
+			var stderr bytes.Buffer
+			codes[i] = run(context.Background(), args, &outs[i], &stderr, noEnv)
+			if codes[i] != 0 {
+				t.Errorf("run %d: exit %d: %s", i, codes[i], stderr.String())
+			}
+		})
+	}
+	wg.Wait()
+	st := sim.Stats()["shared-key"]
+	if st.QuotaErrors != 0 {
+		t.Errorf("the upstream answered %d quotaExceeded", st.QuotaErrors)
+	}
+	if most := mostInAWindow(sim.Arrivals(), ytsim.Pool, window); most > 120 {
+		t.Errorf("the upstream received %d pool units in one window, over its quota of 120", most)
+	}
+	if st.Units < 120 {
+		t.Errorf("three runs over six windows spent only %d pool units: the upstream was not kept busy", st.Units)
+	}
+	t.Logf("upstream: %+v", st)
+}
