@@ -2,6 +2,7 @@ package tollgate
 
 import (
 	"math"
+	"time"
 
 	"github.com/tollgate/tollgate/quota"
 )
@@ -45,6 +46,23 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 		out[i] = l
 	}
 	return out, nil
+}
+
+// DefaultTransit is the Transit of a Transport that sets none: enough for a
+// loaded machine to wake a waiting request and send it.
+const DefaultTransit = 50 * time.Millisecond
+
+// lengthen adds d to every sliding window. Requests reach the upstream a
+// little after their admission, by up to d; counting each for d longer keeps
+// the calls that replace it from reaching the upstream's window before it
+// has left. Calendar days are left alone: they reset when the upstream does.
+func lengthen(limits []quota.Limit, d time.Duration) []quota.Limit {
+	for i := range limits {
+		if !limits[i].Calendar {
+			limits[i].Window += d
+		}
+	}
+	return limits
 }
 
 // share returns limits scaled to a share of their units, at least 1 each,

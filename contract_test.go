@@ -90,7 +90,7 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tr := &tollgate.Transport{
+			tr := &tollgate.Transport{Transit: -1,
 				Limiter: lim, Costs: table(t), Buckets: buckets(100, time.Hour),
 				Scope: tollgate.Scope(c.name),
 			}
@@ -146,7 +146,7 @@ func TestBodyNotReadWhileWaiting(t *testing.T) {
 	up := newUpstream(t)
 	lim := embedded(t)
 	window := 300 * time.Millisecond
-	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window)}
+	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window)}
 	first, err := lim.Allow(context.Background(), tollgate.DefaultScope,
 		quota.Charge{Bucket: "pool", Cost: 60, Limits: []quota.Limit{quota.PerWindow(100, window)}})
 	if err != nil || !first.OK() {
@@ -174,7 +174,7 @@ func TestBodyNotReadWhileWaiting(t *testing.T) {
 func TestConcurrentRoundTrips(t *testing.T) {
 	up := newUpstream(t)
 	var d decisions
-	tr := &tollgate.Transport{
+	tr := &tollgate.Transport{Transit: -1,
 		Limiter: embedded(t), Costs: table(t), Buckets: buckets(300, time.Hour),
 		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
 		OnDecision: d.hook,

@@ -119,22 +119,49 @@ func (t *Transport) admitNow(ctx context.Context, lim *quota.Limiter, c *call, s
 	return o, nil
 }
 
-// waitTurn takes a hold in the request's own scope, within the policy's
-// MaxWait and the context's deadline, and sleeps until it is due.
+// waitTurn takes a hold in the request's own scope and sleeps until it is
+// due. The whole of it, the Redis round trip included, ends within the
+// policy's MaxWait and the context's deadline: a hold that would fall
+// later is refused (or given back) at once.
 func (t *Transport) waitTurn(ctx context.Context, lim *quota.Limiter, c *call, charges []quota.Charge, o outcome) (outcome, error) {
-	left, hasDeadline := time.Duration(0), false
-	if d, ok := ctx.Deadline(); ok {
-		left, hasDeadline = time.Until(d), true
+	wctx := ctx
+	if limit := c.policy.waitLimit(); limit >= 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
 	}
-	r, err := lim.Reserve(ctx, c.scope, c.policy.maxWait(left, hasDeadline), charges...)
+	maxWait := time.Duration(-1)
+	deadline, bounded := wctx.Deadline()
+	if bounded {
+		maxWait = max(time.Until(deadline), 0)
+	}
+	r, err := lim.Reserve(wctx, c.scope, maxWait, charges...)
 	if err != nil {
+		if ctx.Err() == nil && wctx.Err() != nil {
+			// MaxWait passed before the limiter answered (a slow Redis).
+			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Cost: c.endpoint.Units()}
+		}
 		return o, t.limiterError(lim, c, c.scope, err)
 	}
 	if !r.OK() {
 		return o, refusal(c, c.scope, r)
 	}
 	o.res = r
-	if err := r.Wait(ctx); err != nil {
+	if due := time.Now().Add(r.Delay()); bounded && due.After(deadline) {
+		// The round trip ate the time the hold needed: give it back now
+		// rather than sleep until the deadline to fail.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = r.Cancel(cctx)
+		if err := ctx.Err(); err != nil {
+			return o, err
+		}
+		return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Cost: c.endpoint.Units(), RetryAfter: r.Delay()}
+	}
+	if err := r.Wait(wctx); err != nil {
+		if ctx.Err() == nil {
+			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Cost: c.endpoint.Units(), RetryAfter: time.Until(deadline)}
+		}
 		return o, err
 	}
 	return o, nil

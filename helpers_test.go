@@ -98,6 +98,8 @@ func table(t *testing.T) *costs.Table {
 }
 
 // buckets gives the pool units per window and the search bucket 10 per window.
+// Tests that also read or fill the limiter directly set Transit: -1 on their
+// Transport, so that the windows they touch are the ones it writes.
 func buckets(pool int64, window time.Duration) map[string]tollgate.Bucket {
 	return map[string]tollgate.Bucket{
 		"pool":   {Limits: []quota.Limit{quota.PerWindow(pool, window)}},

@@ -53,6 +53,10 @@ type Decision struct {
 	Admitted bool
 	// Waited is how long the request waited for its turn, e.g. 1.5s.
 	Waited time.Duration
+	// At is the instant the units count from, on the limiter's clock (the
+	// Redis server's): the request is sent at it or just after. Zero when
+	// nothing was reserved (refused, or sent unmetered).
+	At time.Time
 	// RetryAfter is, for a refusal, how long until the cost fits, e.g. 41s.
 	RetryAfter time.Duration
 	// Mode is how the decision was made: Redis, local, or not at all

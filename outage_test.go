@@ -111,7 +111,7 @@ func TestOutageModes(t *testing.T) {
 			var d decisions
 			var sw switches
 			pool := quota.PerWindow(20, time.Hour)
-			tr := &tollgate.Transport{
+			tr := &tollgate.Transport{Transit: -1,
 				Limiter: lim, Costs: table(t), Buckets: buckets(20, time.Hour),
 				Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error, OnOutage: c.outage}, nil),
 				LocalShare: 0.25,

@@ -82,18 +82,13 @@ type Policy struct {
 	OnOutage Outage
 }
 
-// maxWait is how long a request with this policy may wait, given the time
-// left before its context's deadline (negative: no deadline). A negative
-// result means no bound.
-func (p Policy) maxWait(untilDeadline time.Duration, hasDeadline bool) time.Duration {
-	w := p.MaxWait
-	if w == 0 {
-		w = DefaultMaxWait
+// waitLimit is how long a request with this policy may wait for its turn,
+// or a negative value for no bound but the context's deadline.
+func (p Policy) waitLimit() time.Duration {
+	if p.MaxWait == 0 {
+		return DefaultMaxWait
 	}
-	if hasDeadline && (w < 0 || untilDeadline < w) {
-		w = max(untilDeadline, 0)
-	}
-	return w
+	return p.MaxWait
 }
 
 // A PolicyFunc chooses the policy of an endpoint's requests. It is called on

@@ -29,7 +29,7 @@ func TestWaitSleepsUntilItsTurn(t *testing.T) {
 	up := newUpstream(t)
 	window := 400 * time.Millisecond
 	var d decisions
-	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), OnDecision: d.hook}
+	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window), OnDecision: d.hook}
 	first := fill(t, lim, tollgate.DefaultScope, 100, 100, window)
 
 	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
@@ -54,7 +54,7 @@ func TestWaitCancelledGivesItsHoldBack(t *testing.T) {
 	lim := quota.New(rc)
 	up := newUpstream(t)
 	window := time.Minute
-	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window)}
+	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window)}
 	fill(t, lim, tollgate.DefaultScope, 100, 100, window)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -84,7 +84,7 @@ func TestErrorPolicyReturnsQuotaError(t *testing.T) {
 	lim := quota.New(rc)
 	up := newUpstream(t)
 	window := time.Minute
-	tr := &tollgate.Transport{
+	tr := &tollgate.Transport{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
 		Scope:  tollgate.Scope("project-a"),
 		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
@@ -120,7 +120,7 @@ func TestFailoverReachesTheNextRouteThenStops(t *testing.T) {
 	setKey := func(k string) func(*http.Request) {
 		return func(r *http.Request) { r.Header.Set("X-Api-Key", k) }
 	}
-	tr := &tollgate.Transport{
+	tr := &tollgate.Transport{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(3, window),
 		Scope:  tollgate.Scope("project-a"),
 		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Error}, nil),
@@ -168,7 +168,7 @@ func TestFailoverToACacheThenWait(t *testing.T) {
 	window := 300 * time.Millisecond
 	cache := &memoryCache{}
 	pol := tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Wait}
-	tr := &tollgate.Transport{
+	tr := &tollgate.Transport{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(100, window),
 		Policy: tollgate.Policies(tollgate.Policy{}, map[string]tollgate.Policy{"items.list": pol}),
 		Routes: []tollgate.Route{{Name: "cache", Base: cache}},
@@ -179,8 +179,37 @@ func TestFailoverToACacheThenWait(t *testing.T) {
 		t.Fatalf("items.list with the pool spent: err %v, cache hits %d, upstream %d; want a cache hit", err, cache.hits, up.count())
 	}
 	// With no route left, AfterFailover says wait for the pool's turn.
-	tr2 := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Policy: tr.Policy}
+	tr2 := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Policy: tr.Policy}
 	if _, err := get(t, tr2, up.URL+"/v1/items"); err != nil || up.count() != 1 {
 		t.Errorf("with every route spent, Wait: err %v, upstream %d; want sent after waiting", err, up.count())
+	}
+}
+
+// TestTransitLengthensSlidingWindows: a request counts for Transit longer
+// than its window, so a hold behind it is placed that much later.
+func TestTransitLengthensSlidingWindows(t *testing.T) {
+	lim := embedded(t)
+	up := newUpstream(t)
+	window, transit := 300*time.Millisecond, 200*time.Millisecond
+	var d decisions
+	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Transit: transit, OnDecision: d.hook}
+	for range 2 { // 100 units: the pool is full
+		if _, err := send(t, tr, context.Background(), "POST", up.URL+"/v1/upload", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := lim.Usage(context.Background(), tollgate.DefaultScope, "pool", quota.PerWindow(100, window+transit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Used != 100 {
+		t.Errorf("the %v window plus %v of transit holds %d units, want 100", window, transit, u.Used)
+	}
+	if _, err := send(t, tr, context.Background(), "POST", up.URL+"/v1/upload", nil); err != nil {
+		t.Fatal(err)
+	}
+	evs := d.list()
+	if gap := evs[2].At.Sub(evs[0].At); gap < window+transit {
+		t.Errorf("the third upload was admitted %v after the first, want at least %v", gap, window+transit)
 	}
 }

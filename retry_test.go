@@ -38,7 +38,7 @@ func TestRetriesAboveTheThrottlerPayPerAttempt(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour)}
+	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour)}
 	resp, err := newRetryClient(tr).Get(up.URL + "/v1/search")
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestCheckRetryStopsOnQuotaError(t *testing.T) {
 	lim := embedded(t)
 	up := newUpstream(t)
 	var d decisions
-	tr := &tollgate.Transport{
+	tr := &tollgate.Transport{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(150, time.Hour),
 		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
 		OnDecision: d.hook,

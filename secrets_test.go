@@ -24,7 +24,7 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	var logs bytes.Buffer
 	var d decisions
 	var errs []error
-	tr := &tollgate.Transport{
+	tr := &tollgate.Transport{Transit: -1,
 		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(150, time.Hour),
 		Scope:      tollgate.CredentialScope(tollgate.QueryParam("key")),
 		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Error}, nil),

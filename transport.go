@@ -61,6 +61,14 @@ type Transport struct {
 	// Routes are tried in order by endpoints whose policy is Failover.
 	Routes []Route
 
+	// Transit is the longest a request may take from its admission to its
+	// arrival upstream: waking from its wait, the trip, the upstream's own
+	// queue. Sliding windows are lengthened by it, so that a request sent
+	// late never lands in an upstream window together with the calls
+	// admitted a window after it. 0 means DefaultTransit; a negative value,
+	// none. Processes sharing a quota must agree on it, as on the limits.
+	Transit time.Duration
+
 	// LocalShare is the share of every limit the Local outage mode lets this
 	// process spend while Redis is down, e.g. 0.125 for one of eight
 	// instances. Required by policies that use Local.
@@ -119,7 +127,7 @@ func (t *Transport) build() (*state, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.limits[name] = lims
+		st.limits[name] = lengthen(lims, t.transit())
 	}
 	if t.LocalShare < 0 || t.LocalShare > 1 {
 		return nil, configErrorf("LocalShare %v is not within (0, 1]", t.LocalShare)
@@ -163,6 +171,17 @@ func (t *Transport) CloseIdleConnections() {
 			c.CloseIdleConnections()
 		}
 	}
+}
+
+// transit is the Transit the Transport applies.
+func (t *Transport) transit() time.Duration {
+	switch {
+	case t.Transit == 0:
+		return DefaultTransit
+	case t.Transit < 0:
+		return 0
+	}
+	return t.Transit
 }
 
 func (t *Transport) base() http.RoundTripper {
@@ -333,6 +352,9 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 	}
 	if o.route != nil {
 		d.Route = o.route.Name
+	}
+	if o.res != nil && err == nil {
+		d.At = o.res.Time()
 	}
 	var qe *QuotaError
 	if errors.As(err, &qe) {

@@ -41,11 +41,11 @@ func TestUpstreamSpentStopsEveryProcess(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, quotaExceededBody)
 	})
-	one := &tollgate.Transport{
+	one := &tollgate.Transport{Transit: -1,
 		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
 		Scope: tollgate.Scope("project-a"), Upstream: quotaExceeded,
 	}
-	two := &tollgate.Transport{
+	two := &tollgate.Transport{Transit: -1,
 		Limiter: quota.New(srv.Client(t)), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
 		Scope: tollgate.Scope("project-a"), Upstream: quotaExceeded,
 	}
@@ -66,7 +66,7 @@ func TestUpstreamSpentStopsEveryProcess(t *testing.T) {
 	}
 	// Another project is not affected.
 	up.setRespond(nil)
-	three := &tollgate.Transport{
+	three := &tollgate.Transport{Transit: -1,
 		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
 		Scope: tollgate.Scope("project-b"), Upstream: quotaExceeded,
 	}
@@ -84,7 +84,7 @@ func TestTooManyRequestsPausesTheScope(t *testing.T) {
 		w.Header().Set("Retry-After", "30")
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
-	tr := &tollgate.Transport{
+	tr := &tollgate.Transport{Transit: -1,
 		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(1000, time.Hour),
 		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
 	}
@@ -112,7 +112,7 @@ func TestOtherResponsesPassThrough(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, body)
 	})
-	tr := &tollgate.Transport{Limiter: embedded(t), Costs: table(t), Buckets: buckets(100, time.Hour), Upstream: quotaExceeded}
+	tr := &tollgate.Transport{Transit: -1, Limiter: embedded(t), Costs: table(t), Buckets: buckets(100, time.Hour), Upstream: quotaExceeded}
 	req, _ := http.NewRequest("GET", up.URL+"/v1/items", nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -168,7 +168,7 @@ func TestRefundWhenNeverSent(t *testing.T) {
 	lim := embedded(t)
 	up := newUpstream(t)
 	up.setRespond(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
-	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour)}
+	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour)}
 	pool := quota.PerWindow(1000, time.Hour)
 	used := func() int64 {
 		u, err := lim.Usage(context.Background(), tollgate.DefaultScope, "pool", pool)

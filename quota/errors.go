@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -73,6 +74,16 @@ func (e *RefusedError) Error() string {
 
 // Is reports whether target is ErrRefused.
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// redisError wraps a failed command. When the caller's context ended, the
+// context's error is returned instead: the caller gave up, which says
+// nothing about Redis.
+func redisError(ctx context.Context, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return &RedisError{Op: op, Err: err}
+}
 
 // RedisError wraps a failure of Redis or of the connection to it. It matches
 // ErrRedis and unwraps to the client's error.

@@ -34,7 +34,7 @@ func (l *Limiter) Pause(ctx context.Context, scope, bucket string, d time.Durati
 	_, clockArg := l.now()
 	err := pauseScript.Run(ctx, l.client, []string{pauseKey(l.scopeKey(scope))}, clockArg, field, d.Microseconds()).Err()
 	if err != nil {
-		return &RedisError{Op: "pause", Err: err}
+		return redisError(ctx, "pause", err)
 	}
 	return nil
 }

@@ -227,7 +227,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 
 	reply, err := reserveScript.Run(ctx, l.client, keys, args...).Int64Slice()
 	if err != nil {
-		return nil, &RedisError{Op: "reserve", Err: err}
+		return nil, redisError(ctx, "reserve", err)
 	}
 	if len(reply) != 5 {
 		return nil, &RedisError{Op: "reserve", Err: errReply(reply)}

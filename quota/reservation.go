@@ -107,7 +107,7 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 			args = append(args, e.member)
 		}
 		if err := cancelScript.Run(ctx, r.lim.client, keys, args...).Err(); err != nil && err != redis.Nil {
-			r.cancelErr = &RedisError{Op: "cancel", Err: err}
+			r.cancelErr = redisError(ctx, "cancel", err)
 		}
 	})
 	return r.cancelErr

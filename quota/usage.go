@@ -58,7 +58,7 @@ func (l *Limiter) Usage(ctx context.Context, scope, bucket string, limit Limit) 
 	args = append(args, 2, "*", keyPart(bucket))
 	v, err := usageScript.Run(ctx, l.client, []string{log, meta, pauseKey(sk)}, args...).Int64Slice()
 	if err != nil {
-		return Usage{}, &RedisError{Op: "usage", Err: err}
+		return Usage{}, redisError(ctx, "usage", err)
 	}
 	if len(v) != 6 {
 		return Usage{}, &RedisError{Op: "usage", Err: errReply(v)}

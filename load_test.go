@@ -1,0 +1,393 @@
+package tollgate_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/redistest"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// The many-process load test: the test binary runs itself as worker
+// processes, which spend one scope through a tollgate.Transport on a real
+// Redis against an upstream in the parent that meters every arrival.
+
+// loadChildEnv carries a child's configuration (JSON); its presence makes
+// the test binary a worker process.
+const loadChildEnv = "TOLLGATE_LOAD_CHILD"
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(loadChildEnv); cfg != "" {
+		os.Exit(loadChild(cfg))
+	}
+	os.Exit(m.Run())
+}
+
+// loadConfig is what a worker process is told.
+type loadConfig struct {
+	Redis    []string // one address, or several for a cluster
+	Cluster  bool
+	Upstream string
+	Policy   string // "wait" or "error"
+	Units    int64  // the limit, per Window
+	Window   time.Duration
+	Duration time.Duration
+	Workers  int
+	Process  int
+}
+
+// workerResult is what one worker goroutine did.
+type workerResult struct {
+	Process, Worker int
+	Cost            int64
+	Admitted        int    // requests the upstream answered 200
+	Refused         int    // *QuotaError from tollgate
+	Failed          int    // anything else
+	FirstErr        string `json:",omitempty"`
+}
+
+// loadTable charges /cheap 1 unit and /dear 100 units of the pool.
+func loadTable() (*costs.Table, error) {
+	return costs.New(costs.Spec{
+		Buckets: []string{"pool"},
+		Rules: []costs.Rule{
+			{Pattern: "GET /cheap", Endpoint: "cheap", Charges: []costs.Charge{{Bucket: "pool", Units: 1}}},
+			{Pattern: "GET /dear", Endpoint: "dear", Charges: []costs.Charge{{Bucket: "pool", Units: 100}}},
+		},
+	})
+}
+
+// workerCost gives one worker in five the 100-unit calls.
+func workerCost(worker int) int64 {
+	if worker%5 == 0 {
+		return 100
+	}
+	return 1
+}
+
+// loadChild is a worker process: it spends the scope from cfg.Workers
+// goroutines until cfg.Duration has passed and prints their results as JSON.
+func loadChild(raw string) int {
+	var cfg loadConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "load child:", err)
+		return 3
+	}
+	var rdb redis.UniversalClient
+	if cfg.Cluster {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Redis, PoolSize: cfg.Workers})
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis[0], PoolSize: cfg.Workers})
+	}
+	defer rdb.Close()
+	table, err := loadTable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load child:", err)
+		return 3
+	}
+	// A waiter may wait for the whole queue: every worker of every process
+	// holding one turn, a few windows deep.
+	pol := tollgate.Policy{OnRefusal: tollgate.Wait, MaxWait: 6 * cfg.Window}
+	if cfg.Policy == "error" {
+		pol.OnRefusal = tollgate.Error
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = cfg.Workers // keep a connection per worker, as a busy client would
+	tr := &tollgate.Transport{
+		Base:       stampSent{base},
+		Limiter:    quota.New(rdb),
+		Costs:      table,
+		Buckets:    map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(cfg.Units, cfg.Window)}}},
+		Scope:      tollgate.Scope("load"),
+		Policy:     tollgate.Policies(pol, nil),
+		OnDecision: recordAdmission,
+	}
+	defer tr.Close()
+	client := &http.Client{Transport: tr}
+
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
+	defer cancel()
+	results := make([]workerResult, cfg.Workers)
+	var wg sync.WaitGroup
+	for w := range cfg.Workers {
+		wg.Go(func() {
+			res := &results[w]
+			res.Process, res.Worker, res.Cost = cfg.Process, w, workerCost(w)
+			path := "/cheap"
+			if res.Cost == 100 {
+				path = "/dear"
+			}
+			for i := 0; i < 100000 && ctx.Err() == nil; i++ {
+				rctx := context.WithValue(ctx, admissionKey{}, new(time.Time))
+				req, _ := http.NewRequestWithContext(rctx, "GET", cfg.Upstream+path, nil)
+				resp, err := client.Do(req)
+				var qe *tollgate.QuotaError
+				switch {
+				case err == nil:
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						res.Admitted++
+					} else {
+						res.Failed++
+						res.FirstErr = cmp(res.FirstErr, resp.Status)
+					}
+				case ctx.Err() != nil:
+					return // the run is over
+				case errors.As(err, &qe):
+					res.Refused++
+					// A caller that may not wait comes back when told.
+					select {
+					case <-time.After(max(qe.RetryAfter, time.Millisecond)):
+					case <-ctx.Done():
+					}
+				default:
+					res.Failed++
+					res.FirstErr = cmp(res.FirstErr, err.Error())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := json.NewEncoder(os.Stdout).Encode(results); err != nil {
+		return 3
+	}
+	return 0
+}
+
+// stampSent marks each request with its admission instant and the instant
+// it leaves the Transport, so that the upstream can measure the trip.
+type stampSent struct{ base http.RoundTripper }
+
+type admissionKey struct{}
+
+func (s stampSent) RoundTrip(req *http.Request) (*http.Response, error) {
+	req.Header.Set("X-Sent", time.Now().Format(time.RFC3339Nano))
+	if at, ok := req.Context().Value(admissionKey{}).(*time.Time); ok {
+		req.Header.Set("X-Admitted", at.Format(time.RFC3339Nano))
+	}
+	return s.base.RoundTrip(req)
+}
+
+// recordAdmission is the decision hook: it leaves the admission instant
+// where stampSent finds it.
+func recordAdmission(ctx context.Context, d tollgate.Decision) {
+	if at, ok := ctx.Value(admissionKey{}).(*time.Time); ok {
+		*at = d.At
+	}
+}
+
+// cmp keeps the first non-empty string.
+func cmp(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// meter is the parent's upstream: it records every arrival and enforces a
+// fixed-window quota of its own, answering 429 past it.
+type meter struct {
+	*httptest.Server
+	quota  int64
+	window time.Duration
+
+	mu       sync.Mutex
+	arrivals []admitted
+	windows  map[int64]int64
+	refused  int
+}
+
+type admitted struct {
+	at, sent, admitted time.Time
+	cost               int64
+}
+
+func newMeter(t *testing.T, quotaUnits int64, window time.Duration) *meter {
+	m := &meter{quota: quotaUnits, window: window, windows: map[int64]int64{}}
+	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		sent, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Sent"))
+		adm, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Admitted"))
+		cost := int64(1)
+		if r.URL.Path == "/dear" {
+			cost = 100
+		}
+		m.mu.Lock()
+		k := now.UnixNano() / int64(m.window)
+		over := m.windows[k]+cost > m.quota
+		if over {
+			m.refused++
+		} else {
+			m.windows[k] += cost
+			m.arrivals = append(m.arrivals, admitted{now, sent, adm, cost})
+		}
+		m.mu.Unlock()
+		if over {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	t.Cleanup(m.Close)
+	return m
+}
+
+// loadRun is one many-process run and what its checks measured.
+type loadRun struct {
+	calls, units, most int64
+	utilization        float64
+}
+
+// runLoad starts procs worker processes against rdbAddrs and checks the
+// upstream's arrivals: no quota error, no sliding window over the limit
+// (but for a few milliseconds of transit), high utilization, no starving
+// worker.
+func runLoad(t *testing.T, rdbAddrs []string, cluster bool, policy string) loadRun {
+	t.Helper()
+	const procs, workers = 4, 50
+	const units = int64(6000)
+	window := time.Second
+	duration := 4 * time.Second
+	// The upstream's own quota sits 5% above the limit, as the reserve
+	// does in production: it absorbs transit jitter across its fixed
+	// window boundaries, which the sliding check below does not forgive.
+	up := newMeter(t, units*105/100, window)
+
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for p := range procs {
+		cfg, _ := json.Marshal(loadConfig{
+			Redis: rdbAddrs, Cluster: cluster, Upstream: up.URL, Policy: policy,
+			Units: units, Window: window, Duration: duration, Workers: workers, Process: p,
+		})
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), loadChildEnv+"="+string(cfg))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, &out)
+	}
+	var results []workerResult
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("worker process %d: %v", i, err)
+		}
+		var rs []workerResult
+		if err := json.Unmarshal(outs[i].Bytes(), &rs); err != nil {
+			t.Fatalf("worker process %d printed %q: %v", i, outs[i].String(), err)
+		}
+		results = append(results, rs...)
+	}
+
+	up.mu.Lock()
+	arrivals, refused := slices.Clone(up.arrivals), up.refused
+	up.mu.Unlock()
+	if refused > 0 {
+		t.Errorf("the upstream refused %d calls over its quota", refused)
+	}
+	slices.SortFunc(arrivals, func(a, b admitted) int { return a.at.Compare(b.at) })
+	const transit = 5 * time.Millisecond
+	var run loadRun
+	var sum int64
+	var slowest, latest time.Duration
+	lo := 0
+	for _, a := range arrivals {
+		slowest = max(slowest, a.at.Sub(a.sent))
+		latest = max(latest, a.sent.Sub(a.admitted))
+		run.calls++
+		run.units += a.cost
+		sum += a.cost
+		for !arrivals[lo].at.After(a.at.Add(-window + transit)) {
+			sum -= arrivals[lo].cost
+			lo++
+		}
+		run.most = max(run.most, sum)
+	}
+	byAdmission := slices.Clone(arrivals)
+	slices.SortFunc(byAdmission, func(a, b admitted) int { return a.admitted.Compare(b.admitted) })
+	var mostAdmitted, asum int64
+	alo := 0
+	for _, a := range byAdmission {
+		asum += a.cost
+		for !byAdmission[alo].admitted.After(a.admitted.Add(-window)) {
+			asum -= byAdmission[alo].cost
+			alo++
+		}
+		mostAdmitted = max(mostAdmitted, asum)
+	}
+	if mostAdmitted > units {
+		t.Errorf("%d units were admitted within one window of %v, over the limit of %d", mostAdmitted, window, units)
+	}
+	if run.most > units {
+		t.Errorf("%d units arrived within one window (less %v of transit), over the limit of %d; the slowest trip took %v, the latest send %v after its admission",
+			run.most, transit, units, slowest, latest)
+	}
+	if len(arrivals) > 1 {
+		span := arrivals[len(arrivals)-1].at.Sub(arrivals[0].at)
+		allowed := float64(units) * (float64(span)/float64(window) + 1)
+		run.utilization = float64(run.units) / allowed
+	}
+	if run.utilization < 0.9 {
+		t.Errorf("utilization %.1f%%: the upstream received %d units of the %d per %v the limit allowed",
+			100*run.utilization, run.units, units, window)
+	}
+	byCost := map[int64][]int{}
+	for _, r := range results {
+		if r.Failed > 0 {
+			t.Errorf("process %d worker %d: %d failures, first: %s", r.Process, r.Worker, r.Failed, r.FirstErr)
+		}
+		byCost[r.Cost] = append(byCost[r.Cost], r.Admitted)
+	}
+	for cost, admitted := range byCost {
+		total := 0
+		for _, n := range admitted {
+			total += n
+		}
+		mean := float64(total) / float64(len(admitted))
+		least := slices.Min(admitted)
+		t.Logf("%s: %d-unit workers: %d calls, %.1f each on average, the least served %d", policy, cost, total, mean, least)
+		// First come, first served: a waiting worker gets its turns.
+		if policy == "wait" && float64(least) < mean/2 {
+			t.Errorf("a %d-unit worker was served %d times against a mean of %.1f: it starved", cost, least, mean)
+		}
+		if least == 0 && (policy == "wait" || cost == 1) {
+			t.Errorf("a %d-unit worker was never served", cost)
+		}
+	}
+	t.Logf("%s: %d calls, %d units arrived; at most %d units in a window of %v (limit %d); utilization %.1f%%",
+		policy, run.calls, run.units, run.most, window, units, 100*run.utilization)
+	return run
+}
+
+func TestManyProcessesShareOneQuota(t *testing.T) {
+	t.Run("wait", func(t *testing.T) {
+		s := redistest.Start(t)
+		runLoad(t, []string{s.Addr}, false, "wait")
+	})
+	t.Run("error", func(t *testing.T) {
+		s := redistest.Start(t)
+		runLoad(t, []string{s.Addr}, false, "error")
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c := redistest.StartCluster(t, 3, 0)
+		runLoad(t, c.Addrs, true, "wait")
+	})
+}
