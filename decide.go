@@ -30,7 +30,7 @@ func (o outcome) scope(c *call) string {
 // decide asks Redis for the request's units as its policy says, and falls
 // back on the policy's outage mode when Redis cannot answer.
 func (t *Transport) decide(ctx context.Context, st *state, c *call) (outcome, error) {
-	if st.health.useRedis(ctx, t, st) {
+	if st.health.useRedis(ctx, t, st, c.scope) {
 		o, err := t.apply(ctx, t.Limiter, st.limits, c)
 		o.mode = ModeRedis
 		if !errors.Is(err, quota.ErrRedis) {

@@ -14,7 +14,8 @@ import (
 // Redis health. While Redis answers, every decision goes to it. When a
 // decision fails for want of Redis, the Transport switches to the outage
 // modes, and from then on one request every probeInterval first checks
-// whether Redis answers again (a PING bounded by probeTimeout); the others
+// whether Redis answers again (a PING of the node holding its scope,
+// bounded by probeTimeout); the others
 // go straight to their outage mode, so an outage costs them no time. There
 // is no background goroutine: nothing runs between requests.
 const (
@@ -40,8 +41,9 @@ type debtKey struct{ scope, bucket string }
 
 // useRedis reports whether this request should ask Redis: always while it
 // is up; while it is down, only the request that wins the next probe, and
-// only when the probe succeeds (which switches back to Redis).
-func (h *health) useRedis(ctx context.Context, t *Transport, st *state) bool {
+// only when the probe (a PING of the node holding the request's scope)
+// succeeds, which switches back to Redis.
+func (h *health) useRedis(ctx context.Context, t *Transport, st *state, scope string) bool {
 	if !h.down.Load() {
 		return true
 	}
@@ -52,7 +54,7 @@ func (h *health) useRedis(ctx context.Context, t *Transport, st *state) bool {
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if err := t.Limiter.Client().Ping(pctx).Err(); err != nil {
+	if err := t.Limiter.Ping(pctx, scope); err != nil {
 		return false
 	}
 	h.markUp(ctx, t, st)

@@ -244,3 +244,24 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	}
 	return r, nil
 }
+
+// Ping checks that the Redis node holding scope's keys answers: on a
+// cluster, the master of the scope's slot; otherwise the server.
+func (l *Limiter) Ping(ctx context.Context, scope string) error {
+	if err := l.check(scope); err != nil {
+		return err
+	}
+	var err error
+	if cc, ok := l.client.(*redis.ClusterClient); ok {
+		var node *redis.Client
+		if node, err = cc.MasterForKey(ctx, l.scopeKey(scope)); err == nil {
+			err = node.Ping(ctx).Err()
+		}
+	} else {
+		err = l.client.Ping(ctx).Err()
+	}
+	if err != nil {
+		return redisError(ctx, "ping", err)
+	}
+	return nil
+}
