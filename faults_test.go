@@ -19,11 +19,11 @@ import (
 // workers sends requests through a Transport from n goroutines until
 // stopped, sorting the outcomes.
 type workers struct {
-	wg                        sync.WaitGroup
-	stop                      atomic.Bool
+	wg                         sync.WaitGroup
+	stop                       atomic.Bool
 	sent, refused, unavailable atomic.Int64
-	mu                        sync.Mutex
-	others                    []error
+	mu                         sync.Mutex
+	others                     []error
 }
 
 func startWorkers(t *testing.T, tr http.RoundTripper, n int, url string) *workers {
