@@ -137,7 +137,7 @@ func (t *Transport) waitTurn(ctx context.Context, lim *quota.Limiter, c *call, c
 	}
 	r, err := lim.Reserve(wctx, c.scope, maxWait, charges...)
 	if err != nil {
-		if ctx.Err() == nil && wctx.Err() != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && !callerDeadlinePassed(ctx) {
 			// MaxWait passed before the limiter answered (a slow Redis).
 			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Cost: c.endpoint.Units()}
 		}
@@ -165,6 +165,13 @@ func (t *Transport) waitTurn(ctx context.Context, lim *quota.Limiter, c *call, c
 		return o, err
 	}
 	return o, nil
+}
+
+// callerDeadlinePassed reports whether the caller's own deadline is past,
+// even if its context has not noticed yet.
+func callerDeadlinePassed(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // limiterError turns a limiter's error into the Transport's: a Redis failure

@@ -27,10 +27,16 @@ type workers struct {
 }
 
 func startWorkers(t *testing.T, tr http.RoundTripper, n int, url string) *workers {
+	return startPacedWorkers(t, tr, n, url, 0)
+}
+
+// startPacedWorkers is startWorkers with a pause after every request.
+func startPacedWorkers(t *testing.T, tr http.RoundTripper, n int, url string, pause time.Duration) *workers {
 	w := &workers{}
 	for range n {
 		w.wg.Go(func() {
 			for i := 0; i < 1_000_000 && !w.stop.Load(); i++ {
+				time.Sleep(pause)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				_, err := send(t, tr, ctx, "GET", url, nil)
 				cancel()

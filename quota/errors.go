@@ -82,6 +82,11 @@ func redisError(ctx context.Context, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
+	// A client that honours deadlines may time out a hair before the
+	// context's own timer fires.
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
 	return &RedisError{Op: op, Err: err}
 }
 

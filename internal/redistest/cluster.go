@@ -42,7 +42,9 @@ func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
 }
 
 // WaitOK waits, up to 30 seconds, until every running node reports
-// cluster_state:ok and knows a master for every slot.
+// cluster_state:ok and knows a master for every slot, and every replica's
+// link to its master is up: a replica promoted before its first sync would
+// come up empty.
 func (c *Cluster) WaitOK(tb testing.TB) {
 	tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -64,17 +66,33 @@ func (c *Cluster) notOK() string {
 		if !s.running() {
 			continue
 		}
-		cl := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		info, err := cl.ClusterInfo(ctx).Result()
-		cancel()
-		cl.Close()
-		if err != nil {
-			return s.Addr + ": " + err.Error()
+		if bad := nodeNotOK(s.Addr); bad != "" {
+			return bad
 		}
-		if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
-			return s.Addr + " is not ok yet"
-		}
+	}
+	return ""
+}
+
+// nodeNotOK says why one node is not ready, or returns "".
+func nodeNotOK(addr string) string {
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	info, err := cl.ClusterInfo(ctx).Result()
+	if err != nil {
+		return addr + ": " + err.Error()
+	}
+	if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
+		return addr + " is not ok yet"
+	}
+	repl, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return addr + ": " + err.Error()
+	}
+	if strings.Contains(repl, "role:slave") &&
+		(!strings.Contains(repl, "master_link_status:up") || !strings.Contains(repl, "master_sync_in_progress:0")) {
+		return addr + " has not synced with its master yet"
 	}
 	return ""
 }

@@ -1,0 +1,82 @@
+package tollgate_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/redistest"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// TestSlowRedis puts 100ms of latency each way between the Transport and
+// Redis. A context deadline and a MaxWait shorter than the round trip are
+// still honoured within a few milliseconds, and a slow answer is not
+// mistaken for Redis being down.
+func TestSlowRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr, 100*time.Millisecond)
+	// ContextTimeoutEnabled lets a context deadline interrupt a command in flight.
+	rc := redis.NewClient(&redis.Options{Addr: proxy.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer rc.Close()
+	up := newUpstream(t)
+	var switches int
+	newTransport := func(p tollgate.Policy) *tollgate.Transport {
+		return &tollgate.Transport{
+			Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(100, time.Minute),
+			Policy:   tollgate.Policies(p, nil),
+			OnSwitch: func(tollgate.Switch) { switches++ },
+		}
+	}
+	const slack = 20 * time.Millisecond
+
+	// A sound request through the slow link works, taking its round trip.
+	start := time.Now()
+	if _, err := get(t, newTransport(tollgate.Policy{}), up.URL+"/v1/items"); err != nil {
+		t.Fatal(err)
+	}
+	if rtt := time.Since(start); rtt < 200*time.Millisecond {
+		t.Fatalf("a request took %v: the proxy does not delay", rtt)
+	}
+
+	cases := []struct {
+		name     string
+		policy   tollgate.Policy
+		deadline time.Duration // of the request's context; 0 for none
+		bound    time.Duration
+		want     error
+	}{
+		{"deadline, error policy", tollgate.Policy{OnRefusal: tollgate.Error}, 50 * time.Millisecond, 50 * time.Millisecond, context.DeadlineExceeded},
+		{"deadline, wait policy", tollgate.Policy{}, 50 * time.Millisecond, 50 * time.Millisecond, context.DeadlineExceeded},
+		{"MaxWait", tollgate.Policy{MaxWait: 80 * time.Millisecond}, 0, 80 * time.Millisecond, tollgate.ErrQuotaExhausted},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			if c.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, c.deadline)
+				defer cancel()
+			}
+			start := time.Now()
+			_, err := send(t, newTransport(c.policy), ctx, "GET", up.URL+"/v1/items", nil)
+			took := time.Since(start)
+			if !errors.Is(err, c.want) {
+				t.Errorf("RoundTrip = %v, want %v", err, c.want)
+			}
+			if took > c.bound+slack {
+				t.Errorf("RoundTrip returned after %v, want within %v of its %v bound", took, slack, c.bound)
+			}
+		})
+	}
+	if switches != 0 {
+		t.Errorf("a slow Redis was taken for a dead one %d times", switches)
+	}
+	if up.count() != 1 {
+		t.Errorf("the upstream received %d requests, want only the first", up.count())
+	}
+}
