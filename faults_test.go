@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,6 +161,8 @@ type admittedCall struct {
 
 // maxInWindow returns the most units within any window (T-w, T].
 func maxInWindow(calls []admittedCall, w time.Duration) (int64, time.Time) {
+	calls = slices.Clone(calls)
+	slices.SortFunc(calls, func(a, b admittedCall) int { return a.at.Compare(b.at) })
 	var most, sum int64
 	var at time.Time
 	lo := 0

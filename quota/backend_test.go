@@ -66,6 +66,7 @@ var suite = []struct {
 	{"KeysHaveTTLs", testTTLs},
 	{"EntriesSameMicrosecond", testSameMicrosecond},
 	{"MetaRebuiltFromLog", testMetaRebuilt},
+	{"EvictedLogForgetsItsUnits", testLogEvicted},
 	{"CancelGivesUnitsBack", testCancel},
 	{"WaitHonoursDeadline", testWaitDeadline},
 	{"WaitCancelledGivesUnitsBack", testWaitCancelled},

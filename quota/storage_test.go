@@ -221,3 +221,29 @@ func testHostileNames(t *testing.T, b *backend) {
 		}
 	}
 }
+
+// testLogEvicted documents what eviction costs. A log evicted alone is
+// covered by its meta, which still holds the sum until the log's newest
+// entry would have left the window; a meta evicted alone is rebuilt from
+// the log (testMetaRebuilt). Both evicted take their units with them, and
+// those may be spent again: the README asks for noeviction.
+func testLogEvicted(t *testing.T, b *backend) {
+	ctx := context.Background()
+	l := b.limiter()
+	s := scope(t, "s")
+	lim := PerWindow(10, time.Hour)
+	mustAllow(t, l, s, charge("b", 10, lim))
+	log, meta := keysOf(l, s, "b", lim)
+	if err := b.client.Del(ctx, log).Err(); err != nil { // as an eviction would
+		t.Fatal(err)
+	}
+	if r := mustAllow(t, l, s, charge("b", 1, lim)); r.OK() {
+		t.Error("with only its log evicted, the limit admitted more: the meta should still hold the count")
+	}
+	if err := b.client.Del(ctx, meta).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustAllow(t, l, s, charge("b", 10, lim)); !r.OK() {
+		t.Error("with log and meta evicted, the limit still refused: then nothing is at risk, and the README is wrong")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // config is what the flags say.
@@ -37,8 +38,14 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// usagef builds a usageError, escaping control characters a hostile
+// argument may bring, so that the message stays on one line.
 func usagef(format string, args ...any) error {
-	return &usageError{msg: "ingest: " + fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if strings.ContainsFunc(msg, unicode.IsControl) {
+		msg = strings.Trim(strconv.QuoteToGraphic(msg), `"`)
+	}
+	return &usageError{msg: "ingest: " + msg}
 }
 
 const defaultAPI = "https://youtube.googleapis.com/youtube/v3"
