@@ -8,11 +8,13 @@ import (
 // DefaultPrefix starts every key the limiter writes unless WithPrefix says otherwise.
 const DefaultPrefix = "tollgate:"
 
-// Key layout, for a scope S, a bucket B and a window w:
+// Key layout, for a scope S, a bucket B and a window w (see log.lua):
 //
 //	<prefix>{S}:B:w:log    the log: a list of "<µs>:<cost>:<id>" entries, oldest first
-//	<prefix>{S}:B:w:meta   "<sum>:<tail µs>:<head µs>" beside the log
-//	<prefix>{S}:pause      a hash: bucket (or "*") -> instant spending may resume
+//	<prefix>{S}:B:w:sum    the units in the log, an integer
+//	<prefix>{S}:B:w:meta   "<until µs>:<head µs>:<expiry µs>"
+//	<prefix>{S}:B:pause    the instant (µs) bucket B may spend again, while paused
+//	<prefix>{S}:pause      the same for the whole scope
 //
 // Every key of a scope carries the scope in one {hash tag}, so a decision's
 // keys live on one Redis Cluster slot. Scope, bucket and zone names pass
@@ -47,11 +49,17 @@ func (l *Limiter) scopeKey(scope string) string {
 	return l.prefix + "{" + keyPart(scope) + "}:"
 }
 
-// logKeys returns the log and meta keys of one bucket's window in a scope.
-func logKeys(scopeKey, bucket string, lim Limit) (log, meta string) {
+// windowKeys returns the log, meta and sum keys of one bucket's window in a scope.
+func windowKeys(scopeKey, bucket string, lim Limit) (log, meta, sum string) {
 	base := scopeKey + keyPart(bucket) + ":" + lim.windowKey()
-	return base + ":log", base + ":meta"
+	return base + ":log", base + ":meta", base + ":sum"
 }
 
-// pauseKey is the hash holding the scope's pauses.
-func pauseKey(scopeKey string) string { return scopeKey + "pause" }
+// pauseKey is the pause of a bucket in a scope, or of the whole scope for
+// the bucket "".
+func pauseKey(scopeKey, bucket string) string {
+	if bucket == "" {
+		return scopeKey + "pause"
+	}
+	return scopeKey + keyPart(bucket) + ":pause"
+}

@@ -1,21 +1,29 @@
 -- log.lua: the weighted sliding log, shared by the scripts that follow it
--- (the Go side prepends it to reserve.lua and usage.lua).
+-- (the Go side prepends it to reserve.lua after fast.lua, and to usage.lua
+-- and pause.lua).
 --
--- Each bucket window of a scope has a log, a list of "<µs>:<cost>:<id>"
--- entries oldest first, and a meta string "<sum>:<tail>:<head>" beside it:
--- the units in the log and the instants of its newest and oldest entries.
--- One entry per admitted call, whatever its cost. An entry is appended at an
--- instant no earlier than the newest entry of every log it joins, so each log
--- stays sorted by time: expired entries leave from the head, and the units in
--- a window are read from the sum, never counted.
+-- Each bucket window of a scope has three keys: a log, a list of
+-- "<µs>:<cost>:<id>" entries oldest first, one per admitted call whatever
+-- its cost; its sum, an integer, the units in the log; and a meta string
+-- "<until>:<head>:<exp>": until when fast.lua may decide on this window
+-- alone, the instant of the oldest entry, and the instant the keys expire.
+-- An entry is appended at an instant no earlier than the newest entry of
+-- every log it joins, so each log stays sorted by time: expired entries
+-- leave from the head, and the units in a window are read from the sum,
+-- never counted. Entries that have left the window may stay in the log, and
+-- in the sum, for a while (see reserve.lua): the sum is then more than the
+-- window holds, never less.
+--
+-- A pause is a key holding the instant spending may resume, one per bucket
+-- and one for the whole scope, read with the metas and sums in one MGET.
 --
 -- Timestamps are integer microseconds. Lua numbers are doubles, exact up to
 -- 2^53 µs (the year 2255). Numbers become strings through
 -- string.format('%d'), never tostring or '..', which print %.14g in Redis.
 --
--- A limit L is a table: log, meta (keys), window (µs; 0 for a calendar
--- day), bounds (ascending midnights in µs, for a calendar day), and after
--- load: sum, tail, head.
+-- A limit L is a table: log, meta, sumkey (keys), window (µs; 0 for a
+-- calendar day), bounds (ascending midnights in µs, for a calendar day),
+-- and once read: sum, tail, head, exp.
 
 local BATCH = 128
 
@@ -32,10 +40,12 @@ local function clock(arg)
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- Read a limit from ARGV starting at index a: window, nb, nb boundaries.
--- Returns the limit and the index after it.
-local function limit(log, meta, a)
-  local L = {log = log, meta = meta, window = tonumber(ARGV[a]), bounds = {}}
+-- Read a limit's window from ARGV starting at index a: its length in µs,
+-- and for a calendar day (length 0) the count of midnights and the
+-- midnights. Returns the limit and the index after it.
+local function limit(log, meta, sumkey, a)
+  local L = {log = log, meta = meta, sumkey = sumkey, window = tonumber(ARGV[a]), bounds = {}}
+  if L.window > 0 then return L, a + 1 end
   local nb = tonumber(ARGV[a + 1])
   for j = 1, nb do L.bounds[j] = tonumber(ARGV[a + 1 + j]) end
   return L, a + 2 + nb
@@ -78,18 +88,29 @@ local function scan(L, f)
   end
 end
 
--- Read the meta into L; when it is missing or unreadable, rebuild it from
--- the log and mark L dirty so that it is written back.
-local function load(L)
-  local m = redis.call('GET', L.meta)
-  if m then
-    local s, tl, hd = string.match(m, '^(%d+):(%d+):(%d+)$')
-    if s then
-      L.sum, L.tail, L.head = tonumber(s), tonumber(tl), tonumber(hd)
+-- Read a window's meta m and sum s (each a string or false) into L, with
+-- the newest entry's instant from the log. When either is missing or
+-- unreadable, rebuild both from the log and mark L dirty so that they are
+-- written back.
+local function load(L, m, s)
+  if m and s then
+    local hd, ex = string.match(m, '^%d+:(%d+):(%d+)$')
+    if hd then
+      L.sum, L.head, L.exp, L.tail = tonumber(s), tonumber(hd), tonumber(ex), 0
+      if L.sum > 0 then
+        local last = redis.call('LINDEX', L.log, -1)
+        if last then
+          L.tail = entry(last)
+        else
+          -- The log is gone (evicted): its sum still counts until its
+          -- oldest entry would have left, when expire() finds it empty.
+          L.tail = L.head
+        end
+      end
       return
     end
   end
-  L.sum, L.tail, L.head, L.dirty = 0, 0, 0, true
+  L.sum, L.tail, L.head, L.exp, L.dirty = 0, 0, 0, 0, true
   scan(L, function(ts, cost)
     if L.sum == 0 then L.head = ts end
     L.tail = ts

@@ -27,12 +27,9 @@ func (l *Limiter) Pause(ctx context.Context, scope, bucket string, d time.Durati
 	if d <= 0 {
 		return invalid("pause "+d.String(), "duration must be positive")
 	}
-	field := "*"
-	if bucket != "" {
-		field = keyPart(bucket)
-	}
 	_, clockArg := l.now()
-	err := pauseScript.Run(ctx, l.client, []string{pauseKey(l.scopeKey(scope))}, clockArg, field, d.Microseconds()).Err()
+	key := pauseKey(l.scopeKey(scope), bucket)
+	err := pauseScript.Run(ctx, l.client, []string{key}, clockArg, d.Microseconds()).Err()
 	if err != nil {
 		return redisError(ctx, "pause", err)
 	}

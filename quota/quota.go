@@ -36,10 +36,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+//go:embed fast.lua
+var fastSource string
+
 //go:embed reserve.lua
 var reserveSource string
 
-var reserveScript = redis.NewScript(logSource + reserveSource)
+// reserveScript is one script in three files: the common case first, then
+// the shared log code, then the general decision.
+var reserveScript = redis.NewScript(fastSource + logSource + reserveSource)
 
 // Limiter admits calls against limits kept in Redis. Create one with [New]
 // or [NewEmbedded]; it is safe for concurrent use.
@@ -47,8 +52,9 @@ type Limiter struct {
 	client   redis.UniversalClient
 	prefix   string
 	clock    func() time.Time // nil: the Redis server's clock
-	idPrefix string           // makes entry ids unique across limiters
+	idPrefix any              // makes entry ids unique across limiters (a boxed string)
 	seq      atomic.Uint64    // makes them unique within this one
+	prepared prepared
 	calendar calendarArgs
 	closed   atomic.Bool
 	onClose  func() error // releases what NewEmbedded started
@@ -115,11 +121,6 @@ func (l *Limiter) check(scope string) error {
 		return invalid("scope", "empty scope name")
 	}
 	return nil
-}
-
-// nextID returns an entry id unique among the entries of any log.
-func (l *Limiter) nextID() string {
-	return l.idPrefix + strconv.FormatUint(l.seq.Add(1), 36)
 }
 
 // Special maxWait values for the reserve script, in µs.
@@ -193,56 +194,94 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	if len(charges) == 0 {
 		return nil, invalid("charges", "none given")
 	}
-	now, clockArg := l.now()
-	sk := l.scopeKey(scope)
-	id := l.nextID()
-	r := &Reservation{lim: l, scope: scope, charges: charges}
-	keys := make([]string, 0, 8)
-	limitArgs := make([]any, 0, 8)
-	pauses := []any{"*"}
-	seen := make(map[string]bool, 4)
-	for _, c := range charges {
+	n := 0
+	for i, c := range charges {
 		if err := c.validate(); err != nil {
 			return nil, err
 		}
-		pauses = append(pauses, keyPart(c.Bucket))
-		for _, lim := range c.Limits {
-			log, meta := logKeys(sk, c.Bucket, lim)
-			if seen[log] {
+		for j, lim := range c.Limits {
+			n++
+			if dup := duplicateWindow(charges, i, j); dup {
 				return nil, invalid("charges", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
 			}
-			seen[log] = true
-			keys = append(keys, log, meta)
-			r.entries = append(r.entries, entry{log: log, meta: meta, cost: c.Cost})
-			limitArgs = append(limitArgs, c.Cost, lim.Units)
-			limitArgs = l.appendWindow(limitArgs, lim, now)
 		}
 	}
-	keys = append(keys, pauseKey(sk))
+	clockArg := ""
+	var now time.Time // the caller's time, for calendar days; read when needed
+	if l.clock != nil {
+		now = l.clock()
+		clockArg = strconv.FormatInt(now.UnixMicro(), 10)
+	}
+	seq := l.seq.Add(1)
 
-	args := make([]any, 0, 5+len(pauses)+len(limitArgs))
-	args = append(args, clockArg, maxWait, id, len(r.entries), len(pauses))
-	args = append(args, pauses...)
-	args = append(args, limitArgs...)
+	// KEYS: log, meta and sum per window, the pause of each bucket, the
+	// scope's pause. ARGV: clock, maxwait, id prefix, id seq, n, then per
+	// window: cost, units, window µs, and for a calendar day its midnights.
+	keys := make([]string, 0, 3*n+len(charges)+1)
+	args := make([]any, 0, 5+3*n+daysBefore+daysAfter+2)
+	args = append(args, clockArg, maxWait, l.idPrefix, seq, n)
+	var scopePause string
+	var pauses [4]string // the buckets' pause keys; more charges spill to the heap
+	bucketPauses := pauses[:0]
+	for _, c := range charges {
+		for j, lim := range c.Limits {
+			w := l.window(scope, c.Bucket, lim)
+			if j == 0 {
+				bucketPauses = append(bucketPauses, w.pause)
+			}
+			keys = append(keys, w.log, w.meta, w.sum)
+			args = append(args, c.Cost, w.units, w.length)
+			if lim.Calendar {
+				if now.IsZero() {
+					now = time.Now()
+				}
+				args = append(args, l.calendar.get(now, lim.Location)...)
+			}
+			scopePause = w.scopePause
+		}
+	}
+	keys = append(keys, bucketPauses...)
+	keys = append(keys, scopePause)
 
-	reply, err := reserveScript.Run(ctx, l.client, keys, args...).Int64Slice()
+	reply, err := reserveScript.Run(ctx, l.client, keys, args...).Slice()
 	if err != nil {
 		return nil, redisError(ctx, "reserve", err)
 	}
-	if len(reply) != 5 {
+	var v [5]int64
+	if len(reply) != len(v) {
 		return nil, &RedisError{Op: "reserve", Err: errReply(reply)}
 	}
-	r.ok = reply[0] == 1
-	r.now, r.at, r.remaining, r.by = reply[1], reply[2], reply[3], reply[4]
-	r.decided = time.Now()
-	if r.ok {
-		for i := range r.entries {
-			r.entries[i].member = strconv.FormatInt(r.at, 10) + ":" + strconv.FormatInt(r.entries[i].cost, 10) + ":" + id
+	for i, x := range reply {
+		var ok bool
+		if v[i], ok = x.(int64); !ok {
+			return nil, &RedisError{Op: "reserve", Err: errReply(reply)}
 		}
-	} else {
-		r.entries = nil
+	}
+	r := &Reservation{
+		lim: l, scope: scope, charges: charges, seq: seq,
+		ok: v[0] == 1, now: v[1], at: v[2], remaining: v[3], by: v[4],
+	}
+	if r.ok && r.at > r.now {
+		r.decided = time.Now() // a hold: Wait sleeps from here
 	}
 	return r, nil
+}
+
+// duplicateWindow reports whether the j-th limit of the i-th charge names a
+// bucket window that an earlier one already named.
+func duplicateWindow(charges []Charge, i, j int) bool {
+	c, key := charges[i], charges[i].Limits[j].windowKey()
+	for k := 0; k <= i; k++ {
+		if charges[k].Bucket != c.Bucket {
+			continue
+		}
+		for m, lim := range charges[k].Limits {
+			if (k < i || m < j) && lim.windowKey() == key {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Ping checks that the Redis node holding scope's keys answers: on a

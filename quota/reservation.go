@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,19 +30,12 @@ type Reservation struct {
 	now, at   int64     // µs: the decision's instant and the admission instant
 	remaining int64     // smallest room left among the limits, in units
 	by        int64     // what set the instant; see reserve.lua
-	charges   []Charge  // as asked for, to name what set the instant
+	charges   []Charge  // as asked for, to name what set the instant and to cancel
+	seq       uint64    // with the limiter's prefix, the id of the entries written
 	decided   time.Time // local time the reply arrived, to sleep from
-	entries   []entry   // what was recorded, for Cancel
 
 	cancelOnce sync.Once
 	cancelErr  error
-}
-
-// entry is one log entry a reservation wrote.
-type entry struct {
-	log, meta string
-	cost      int64
-	member    string
 }
 
 // OK reports whether the charges were admitted, now or at Time.
@@ -80,31 +74,28 @@ func (r *Reservation) RetryAfter() time.Duration {
 // limits, after this reservation when OK, e.g. 9399 of 9500.
 func (r *Reservation) Remaining() int64 { return r.remaining }
 
-// Costs returns the units recorded per bucket window, in the order the
-// charges and limits were given; empty when not OK.
-func (r *Reservation) Costs() []int64 {
-	out := make([]int64, len(r.entries))
-	for i, e := range r.entries {
-		out[i] = e.cost
-	}
-	return out
-}
-
 // Cancel gives the reserved units back, as if the call had never been
 // admitted. Use it for a hold whose call will not be made, or for a call
 // that provably never reached the upstream. Units a call did spend must not
 // be given back: the upstream counted them. Cancel on a refusal, or a second
 // Cancel, does nothing.
 func (r *Reservation) Cancel(ctx context.Context) error {
-	if !r.ok || len(r.entries) == 0 {
+	if !r.ok {
 		return nil
 	}
 	r.cancelOnce.Do(func() {
-		keys := make([]string, 0, 2*len(r.entries))
-		args := make([]any, 0, len(r.entries))
-		for _, e := range r.entries {
-			keys = append(keys, e.log, e.meta)
-			args = append(args, e.member)
+		// The entries as reserve.lua wrote them: "<at>:<cost>:<prefix><seq>".
+		l := r.lim
+		id := l.idPrefix.(string) + strconv.FormatUint(r.seq, 10)
+		var keys []string
+		var args []any
+		for _, c := range r.charges {
+			member := strconv.FormatInt(r.at, 10) + ":" + strconv.FormatInt(c.Cost, 10) + ":" + id
+			for _, lim := range c.Limits {
+				w := l.window(r.scope, c.Bucket, lim)
+				keys = append(keys, w.log, w.meta, w.sum)
+				args = append(args, member)
+			}
 		}
 		if err := cancelScript.Run(ctx, r.lim.client, keys, args...).Err(); err != nil && err != redis.Nil {
 			r.cancelErr = redisError(ctx, "cancel", err)
@@ -163,10 +154,10 @@ func (r *Reservation) Constraint() (Constraint, bool) {
 			}
 			i -= len(c.Limits)
 		}
-	case r.by == -1:
-		return Constraint{Paused: true}, true
-	case r.by < -1 && int(-r.by-1) <= len(r.charges):
-		return Constraint{Bucket: r.charges[-r.by-2].Bucket, Paused: true}, true
+	case r.by < 0 && int(-r.by) <= len(r.charges):
+		return Constraint{Bucket: r.charges[-r.by-1].Bucket, Paused: true}, true
+	case r.by < 0:
+		return Constraint{Paused: true}, true // the scope's own pause
 	}
 	return Constraint{}, false
 }

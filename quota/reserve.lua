@@ -1,44 +1,55 @@
--- reserve.lua (after log.lua): decide whether a call may spend its cost
--- under every limit it names, and record it when it may, in one atomic step.
+-- reserve.lua (after fast.lua and log.lua): decide whether a call may spend
+-- its cost under every limit it names, and record it when it may, in one
+-- atomic step. fast.lua has read the clock (now) and every meta and the
+-- pauses (read), and taken the common case.
 --
--- KEYS: log_1, meta_1, ..., log_n, meta_n, pause
+-- KEYS: log_1, meta_1, sum_1, ..., log_n, meta_n, sum_n, then the pause
+--       keys: one per bucket charged, then the scope's
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
 --       maxwait  how far in µs the admission instant may lie after now;
 --                -1 for no bound, 0 for an immediate decision, -2 to
 --                record without checking the limits (units already spent)
---       id       unique suffix for the entries written
+--       prefix, seq  together, a unique suffix for the entries written
 --       n        number of limits
---       np       number of pause fields, then the fields ('*' and buckets)
---       then per limit: cost, units, window, nb, nb midnights (see limit())
+--       then per limit: cost, units, window (see limit())
 --
 -- Reply: {admitted (1 or 0), now, at, remaining, by}
 --   at: the admission instant when admitted; when refused, the earliest
 --   instant the cost would fit given what is recorded.
---   remaining: the least room left among the limits at now.
+--   remaining: the least room left among the limits at now (a lower bound
+--   while expired entries linger in a sum).
 --   by: what set at, when later than now: i > 0 the i-th limit, -i the
---   i-th pause field; 0 for nothing (now) or the queue of holds.
+--   i-th pause key; 0 for nothing (now) or the queue of holds.
+--
+-- Entries that have left the window are dropped only when the room they
+-- take is needed, or in batches once the oldest is a window past leaving;
+-- TTLs are pushed back only when they would fall short, with a window's
+-- margin. So the common case, which fast.lua takes, costs three commands:
+-- MGET (every meta and sum, and the pauses), RPUSH and INCRBY per limit.
 
-local now = clock(ARGV[1])
 local maxwait = tonumber(ARGV[2])
-local id = ARGV[3]
-local n = tonumber(ARGV[4])
-local np = tonumber(ARGV[5])
-local pausefields = {}
-for i = 1, np do pausefields[i] = ARGV[5 + i] end
+local id = ARGV[3] .. ARGV[4]
 
 local limits = {}
-local a = 6 + np
+local a = 6
 for i = 1, n do
   local cost, units = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
   local L
-  L, a = limit(KEYS[2 * i - 1], KEYS[2 * i], a + 2)
+  L, a = limit(KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], a + 2)
   L.cost, L.units = cost, units
   limits[i] = L
 end
 
--- Drop the entries that no longer count: those dated at or before c.
-local function expire(L, c)
-  while L.sum > 0 and L.head <= c do
+-- Drop the entries dated at or before c: all of them when the log's room
+-- is needed, else one batch.
+local function expire(L, c, all)
+  if L.tail <= c then
+    -- Every entry has left: drop the log at once.
+    redis.call('UNLINK', L.log)
+    L.sum, L.head, L.dirty = 0, 0, true
+    return
+  end
+  repeat
     local batch = redis.call('LRANGE', L.log, 0, BATCH - 1)
     local k = 0
     for i = 1, #batch do
@@ -56,7 +67,7 @@ local function expire(L, c)
     else
       L.head = entry(batch[#batch])
     end
-  end
+  until not all or L.sum <= 0 or L.head > c
   if L.sum <= 0 then L.sum, L.head = 0, 0 end
 end
 
@@ -91,46 +102,72 @@ local function fit(L, t0)
   return finish
 end
 
--- How long, in ms, the keys must live: until every entry has left its window.
-local function ttl(L)
-  local last
-  if L.window > 0 then
-    last = L.tail + L.window
-  else
-    local _, finish = day(L, L.tail)
-    last = finish or (L.tail + 86400000000)
-  end
-  return math.floor((last - now) / 1000) + 1000
-end
-
+-- Write the meta and sum back, and push the keys' expiry back when it
+-- would come before every entry has left its window. The meta's until tells
+-- fast.lua how long it may decide on this window alone: never while a hold
+-- waits (it must queue behind it), and otherwise until the oldest entry is
+-- due for trimming (or its day ends), while the TTL reaches past the window
+-- of an entry written now.
 local function save(L)
   if L.sum == 0 then
-    redis.call('DEL', L.meta)
+    redis.call('DEL', L.meta, L.sumkey)
     return
   end
-  local ms = ttl(L)
-  redis.call('SET', L.meta, string.format('%d:%d:%d', L.sum, L.tail, L.head), 'PX', ms)
-  redis.call('PEXPIRE', L.log, ms)
+  local needed
+  if L.window > 0 then
+    needed = L.tail + L.window + 1000000
+  else
+    local _, finish = day(L, L.tail)
+    needed = (finish or (L.tail + 86400000000)) + 1000000
+  end
+  local refresh = needed > L.exp
+  if refresh then
+    local margin = L.window
+    if margin < 1000000 then margin = 1000000 end
+    L.exp = needed + margin
+  end
+  local till = 0
+  if L.tail <= now then
+    if L.window > 0 then
+      till = math.min(L.head + 2 * L.window, L.exp - L.window - 1000000)
+    else
+      local _, finish = day(L, L.head)
+      till = math.min(finish or now, L.exp - 1000000)
+    end
+  end
+  local meta, sum = string.format('%d:%d:%d', till, L.head, L.exp), string.format('%d', L.sum)
+  if refresh then
+    local ms = math.floor((L.exp - now) / 1000)
+    redis.call('SET', L.meta, meta, 'PX', ms)
+    redis.call('SET', L.sumkey, sum, 'PX', ms)
+    redis.call('PEXPIRE', L.log, ms)
+  else
+    redis.call('SET', L.meta, meta, 'KEEPTTL')
+    redis.call('SET', L.sumkey, sum, 'KEEPTTL')
+  end
 end
 
--- Bring every log to now and find where the new entry may go: after the
--- newest entry of each log it joins (first come, first served), and after
--- any pause of its buckets or scope.
+-- Bring every log up to date where it matters and find where the new entry
+-- may go: after the newest entry of each log it joins (first come, first
+-- served), and after any pause of its buckets or scope.
 local t0 = now
-for _, L in ipairs(limits) do
-  load(L)
+for i, L in ipairs(limits) do
+  load(L, read[2 * i - 1], read[2 * i])
   local c = cut(L, now)
   if not c then
     return redis.error_reply('ERR tollgate: clock outside the calendar days sent')
   end
-  expire(L, c)
+  if L.sum > 0 and L.head <= c then
+    local needed = L.sum + L.cost > L.units
+    local stale = L.window == 0 or L.head <= c - L.window
+    if needed or stale then expire(L, c, needed) end
+  end
   if L.sum > 0 and L.tail > t0 then t0 = L.tail end
 end
 local by = 0
-local resume = redis.call('HMGET', KEYS[2 * n + 1], unpack(pausefields))
-for i = 1, np do
-  local u = tonumber(resume[i])
-  if u and u > t0 then t0, by = u, -i end
+for i = 2 * n + 1, #read do
+  local u = tonumber(read[i])
+  if u and u > t0 then t0, by = u, -(i - 2 * n) end
 end
 
 local at, beyond = t0, false
@@ -155,9 +192,11 @@ if beyond or (maxwait >= 0 and at - now > maxwait) then
   return {0, now, at, math.max(remaining, 0), by}
 end
 
-local stamp = string.format('%d:', at)
+local at_stamp = string.format('%d:', at)
 for _, L in ipairs(limits) do
-  redis.call('RPUSH', L.log, stamp .. string.format('%d:', L.cost) .. id)
+  if redis.call('RPUSH', L.log, at_stamp .. string.format('%d:', L.cost) .. id) == 1 then
+    L.exp = 0 -- a new list: it has no TTL yet
+  end
   if L.sum == 0 then L.head = at end
   L.sum = L.sum + L.cost
   L.tail = at

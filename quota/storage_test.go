@@ -12,7 +12,14 @@ import (
 // keysOf returns the log and meta keys of one bucket window of a scope, as
 // the limiter names them.
 func keysOf(l *Limiter, s, bucket string, lim Limit) (log, meta string) {
-	return logKeys(l.scopeKey(s), bucket, lim)
+	log, meta, _ = windowKeys(l.scopeKey(s), bucket, lim)
+	return log, meta
+}
+
+// sumOf returns the sum key of one bucket window of a scope.
+func sumOf(l *Limiter, s, bucket string, lim Limit) string {
+	_, _, sum := windowKeys(l.scopeKey(s), bucket, lim)
+	return sum
 }
 
 // testOneEntryPerCall checks that weight costs nothing: a 100-unit call
@@ -71,25 +78,23 @@ func testScriptFlush(t *testing.T, b *backend) {
 	}
 }
 
-// testTTLs checks that every key the limiter writes expires once its
-// entries have left their window, so idle scopes vanish.
+// testTTLs checks that every key the limiter writes expires, once its
+// entries have left their window and not much later, so idle scopes vanish.
 func testTTLs(t *testing.T, b *backend) {
 	ctx := context.Background()
 	la := mustLoad(t, "America/Los_Angeles")
-	clock := newFakeClock(time.Date(2026, 7, 1, 23, 0, 0, 0, la))
-	l := b.limiter(WithClock(clock.Now))
+	l := b.limiter()
 	s := scope(t, "s")
 	minute := PerWindow(10, time.Minute)
 	day := PerDay(100, la)
-	r := mustAllow(t, l, s, charge("b", 10, minute, day))
-	if !r.OK() {
+	first := mustAllow(t, l, s, charge("b", 10, minute, day))
+	if !first.OK() {
 		t.Fatal("refused")
 	}
-	// A hold 10s ahead keeps the keys 10s longer.
-	clock.Add(50 * time.Second)
-	hold, err := l.Reserve(ctx, s, time.Minute, charge("b", 1, minute))
-	if err != nil || !hold.OK() || hold.Delay() != 10*time.Second {
-		t.Fatalf("hold: OK=%v Delay=%v err=%v, want a 10s hold", hold.OK(), hold.Delay(), err)
+	// A hold a minute ahead: the minute's keys must outlive it by a window.
+	hold, err := l.Reserve(ctx, s, 2*time.Minute, charge("b", 1, minute))
+	if err != nil || !hold.OK() || hold.Delay() < 50*time.Second {
+		t.Fatalf("hold: OK=%v Delay=%v err=%v, want a hold about a minute ahead", hold.OK(), hold.Delay(), err)
 	}
 	if err := l.Pause(ctx, s, "b", 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -97,25 +102,29 @@ func testTTLs(t *testing.T, b *backend) {
 
 	log, meta := keysOf(l, s, "b", minute)
 	dlog, dmeta := keysOf(l, s, "b", day)
+	untilHoldLeaves := time.Until(hold.Time().Add(time.Minute))
+	untilMidnight := time.Until(dayEnd(first.Time(), la))
 	second := time.Second
 	cases := []struct {
 		key      string
 		min, max time.Duration
 	}{
-		// entries until 10s (hold) + 60s (window) after now, plus a second of slack
-		{log, 69 * second, 71 * second},
-		{meta, 69 * second, 71 * second},
-		// written at 23:00, when the day had 1h left
-		{dlog, time.Hour - second, time.Hour + second},
-		{dmeta, time.Hour - second, time.Hour + second},
-		{pauseKey(l.scopeKey(s)), 29 * second, 32 * second},
+		// until every entry has left, and at most a window and 2s more
+		{log, untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second},
+		{meta, untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second},
+		{sumOf(l, s, "b", minute), untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second},
+		// until the Pacific midnight, and a moment
+		{dlog, untilMidnight, untilMidnight + 3*second},
+		{dmeta, untilMidnight, untilMidnight + 3*second},
+		{pauseKey(l.scopeKey(s), "b"), 29 * second, 32 * second},
 	}
 	for _, c := range cases {
 		ttl, err := b.client.PTTL(ctx, c.key).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl < c.min || ttl > c.max {
+		// miniredis leaves TTLs where they were set; real Redis counts down.
+		if ttl < c.min-time.Second || ttl > c.max {
 			t.Errorf("PTTL %s = %v, want within [%v, %v]", c.key, ttl, c.min, c.max)
 		}
 	}
@@ -164,8 +173,12 @@ func testSameMicrosecond(t *testing.T, b *backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "3:" + strconv.Itoa(us) + ":" + strconv.Itoa(us); m != want {
-		t.Errorf("meta = %q, want %q", m, want)
+	// until:head:exp
+	if f := strings.Split(m, ":"); len(f) != 3 || f[1] != strconv.Itoa(us) {
+		t.Errorf("meta = %q, want the head at %d", m, us)
+	}
+	if sum, err := b.client.Get(ctx, sumOf(l, s, "b", lim)).Result(); err != nil || sum != "3" {
+		t.Errorf("sum = %q (%v), want 3", sum, err)
 	}
 }
 
@@ -179,7 +192,8 @@ func testMetaRebuilt(t *testing.T, b *backend) {
 		mustAllow(t, l, s, charge("b", 2, lim))
 	}
 	_, meta := keysOf(l, s, "b", lim)
-	if err := b.client.Del(ctx, meta).Err(); err != nil {
+	sumKey := sumOf(l, s, "b", lim)
+	if err := b.client.Del(ctx, sumKey).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if r := mustAllow(t, l, s, charge("b", 2, lim)); r.OK() {
@@ -188,8 +202,14 @@ func testMetaRebuilt(t *testing.T, b *backend) {
 	if got := mustUsage(t, l, s, "b", lim).Used; got != 6 {
 		t.Errorf("used %d, want 6", got)
 	}
-	if m, err := b.client.Get(ctx, meta).Result(); err != nil || !strings.HasPrefix(m, "6:") {
-		t.Errorf("meta = %q (%v), want it rewritten with a sum of 6", m, err)
+	if sum, err := b.client.Get(ctx, sumKey).Result(); err != nil || sum != "6" {
+		t.Errorf("sum = %q (%v), want it rewritten as 6", sum, err)
+	}
+	if err := b.client.Del(ctx, meta).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustAllow(t, l, s, charge("b", 2, lim)); r.OK() {
+		t.Error("admitted 2 units on top of 6 of 7 with the meta lost")
 	}
 }
 
@@ -223,10 +243,10 @@ func testHostileNames(t *testing.T, b *backend) {
 }
 
 // testLogEvicted documents what eviction costs. A log evicted alone is
-// covered by its meta, which still holds the sum until the log's newest
-// entry would have left the window; a meta evicted alone is rebuilt from
-// the log (testMetaRebuilt). Both evicted take their units with them, and
-// those may be spent again: the README asks for noeviction.
+// covered by its sum until the log's oldest entry would have left the
+// window; a meta or sum evicted alone is rebuilt from the log
+// (testMetaRebuilt). All evicted take their units with them, and those may
+// be spent again: the README asks for noeviction.
 func testLogEvicted(t *testing.T, b *backend) {
 	ctx := context.Background()
 	l := b.limiter()
@@ -238,9 +258,9 @@ func testLogEvicted(t *testing.T, b *backend) {
 		t.Fatal(err)
 	}
 	if r := mustAllow(t, l, s, charge("b", 1, lim)); r.OK() {
-		t.Error("with only its log evicted, the limit admitted more: the meta should still hold the count")
+		t.Error("with only its log evicted, the limit admitted more: the sum should still hold the count")
 	}
-	if err := b.client.Del(ctx, meta).Err(); err != nil {
+	if err := b.client.Del(ctx, meta, sumOf(l, s, "b", lim)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if r := mustAllow(t, l, s, charge("b", 10, lim)); !r.OK() {

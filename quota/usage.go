@@ -50,13 +50,14 @@ func (l *Limiter) Usage(ctx context.Context, scope, bucket string, limit Limit) 
 	if err := limit.Validate(); err != nil {
 		return Usage{}, err
 	}
-	sk := l.scopeKey(scope)
-	log, meta := logKeys(sk, bucket, limit)
+	w := l.window(scope, bucket, limit)
 	now, clockArg := l.now()
-	args := []any{clockArg}
-	args = l.appendWindow(args, limit, now)
-	args = append(args, 2, "*", keyPart(bucket))
-	v, err := usageScript.Run(ctx, l.client, []string{log, meta, pauseKey(sk)}, args...).Int64Slice()
+	args := []any{clockArg, w.length}
+	if limit.Calendar {
+		args = append(args, l.calendar.get(now, limit.Location)...)
+	}
+	keys := []string{w.log, w.meta, w.sum, w.pause, w.scopePause}
+	v, err := usageScript.Run(ctx, l.client, keys, args...).Int64Slice()
 	if err != nil {
 		return Usage{}, redisError(ctx, "usage", err)
 	}
@@ -95,14 +96,4 @@ func (l *Limiter) now() (time.Time, string) {
 		return t, strconv.FormatInt(t.UnixMicro(), 10)
 	}
 	return time.Now(), ""
-}
-
-// appendWindow appends a limit's window to script arguments: its length in
-// µs (0 for a calendar day) and the midnights around now.
-func (l *Limiter) appendWindow(args []any, limit Limit, now time.Time) []any {
-	if !limit.Calendar {
-		return append(args, limit.Window.Microseconds(), 0)
-	}
-	args = append(args, 0)
-	return append(args, l.calendar.get(now, limit.Location)...)
 }

@@ -1,8 +1,8 @@
 -- usage.lua (after log.lua): read, writing nothing, how much of one limit is
 -- spent at now.
 --
--- KEYS: log, meta, pause
--- ARGV: clock, window, nb, nb midnights (see limit()), np, np pause fields
+-- KEYS: log, meta, sum, the bucket's pause, the scope's pause
+-- ARGV: clock, window (see limit())
 --
 -- Reply: {now, used, held, nextfree, reset, resume}
 --   used:     units counted at now, holds dated after now included
@@ -13,13 +13,13 @@
 --   resume:   when the latest pause of the bucket or scope ends (0: none)
 
 local now = clock(ARGV[1])
-local L, a = limit(KEYS[1], KEYS[2], 2)
-local np = tonumber(ARGV[a])
+local L = limit(KEYS[1], KEYS[2], KEYS[3], 2)
 local c = cut(L, now)
 if not c then
   return redis.error_reply('ERR tollgate: clock outside the calendar days sent')
 end
-load(L)
+local ms = redis.call('MGET', L.meta, L.sumkey)
+load(L, ms[1], ms[2])
 
 local used, nextfree = 0, 0
 if L.sum > 0 then
@@ -71,13 +71,8 @@ else
 end
 
 local resume = 0
-local fields = {}
-for i = 1, np do fields[i] = ARGV[a + i] end
-if np > 0 then
-  local r = redis.call('HMGET', KEYS[3], unpack(fields))
-  for i = 1, np do
-    local u = tonumber(r[i])
-    if u and u > resume then resume = u end
-  end
+for _, u in ipairs(redis.call('MGET', KEYS[4], KEYS[5])) do
+  u = tonumber(u)
+  if u and u > resume then resume = u end
 end
 return {now, used, held, nextfree, reset, resume}

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/internal/redistest"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// callers is how many goroutines share the client in every case.
+const callers = 50
+
+// parallel runs op from callers goroutines and reports decisions/s.
+func parallel(b *testing.B, op func(ctx context.Context, i int) error) {
+	b.Helper()
+	ctx := context.Background()
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((callers + procs - 1) / procs)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if err := op(ctx, i); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+// server starts one redis-server for a benchmark and a client with a
+// connection per caller.
+func server(b *testing.B) *redis.Client {
+	s := redistest.Start(b)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: callers})
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// never is a limit no run reaches: every decision admits, the steady state
+// of a quota with room.
+func never(window time.Duration) quota.Limit { return quota.PerWindow(quota.MaxUnits, window) }
+
+func BenchmarkDecisions(b *testing.B) {
+	rdb := server(b)
+	rr := redis_rate.NewLimiter(rdb)
+	lim := quota.New(rdb)
+	pacific, _ := time.LoadLocation("America/Los_Angeles")
+
+	b.Run("ping", func(b *testing.B) {
+		parallel(b, func(ctx context.Context, _ int) error { return rdb.Ping(ctx).Err() })
+	})
+	for _, n := range []int{1, 100} {
+		b.Run("redis_rate/n="+strconv.Itoa(n), func(b *testing.B) {
+			limit := redis_rate.Limit{Rate: 1 << 40, Burst: 1 << 40, Period: time.Second}
+			parallel(b, func(ctx context.Context, _ int) error {
+				_, err := rr.AllowN(ctx, "peer", limit, n)
+				return err
+			})
+		})
+	}
+	for _, cost := range []int64{1, 100} {
+		b.Run("tollgate/cost="+strconv.FormatInt(cost, 10), func(b *testing.B) {
+			c := quota.Charge{Bucket: "pool", Cost: cost, Limits: []quota.Limit{never(time.Second)}}
+			parallel(b, func(ctx context.Context, _ int) error {
+				_, err := lim.Allow(ctx, "hot", c)
+				return err
+			})
+		})
+	}
+	b.Run("tollgate/two-limits", func(b *testing.B) {
+		c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{quota.PerDay(quota.MaxUnits, pacific), never(time.Hour)}}
+		parallel(b, func(ctx context.Context, _ int) error {
+			_, err := lim.Allow(ctx, "two", c)
+			return err
+		})
+	})
+	b.Run("tollgate/10000-scopes", func(b *testing.B) {
+		c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{never(time.Second)}}
+		scopes := make([]string, 10000)
+		for i := range scopes {
+			scopes[i] = "scope-" + strconv.Itoa(i)
+		}
+		parallel(b, func(ctx context.Context, i int) error {
+			_, err := lim.Allow(ctx, scopes[(i*7919)%len(scopes)], c)
+			return err
+		})
+	})
+}

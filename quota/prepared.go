@@ -1,0 +1,63 @@
+package quota
+
+import (
+	"sync"
+)
+
+// A decision's keys and arguments depend only on its scope, buckets and
+// limits, which repeat from call to call: the limiter prepares them once,
+// boxed as the script arguments they become, so that a decision allocates
+// little beyond what go-redis does.
+
+// maxPrepared bounds the cache; past it the cache starts afresh, which
+// costs only the preparing again.
+const maxPrepared = 1 << 16
+
+// window is one bucket window of a scope, ready for the scripts.
+type window struct {
+	log, meta, sum string
+	pause          string // the bucket's pause
+	scopePause     string // the scope's pause
+	units          any    // Limit.Units, boxed
+	length         any    // the window in µs (0 for a calendar day), boxed
+}
+
+type windowID struct {
+	scope, bucket string
+	limit         Limit
+}
+
+// prepared caches windows.
+type prepared struct {
+	mu      sync.RWMutex
+	windows map[windowID]*window
+}
+
+// window returns a bucket window of a scope, prepared.
+func (l *Limiter) window(scope, bucket string, lim Limit) *window {
+	id := windowID{scope, bucket, lim}
+	p := &l.prepared
+	p.mu.RLock()
+	w, ok := p.windows[id]
+	p.mu.RUnlock()
+	if ok {
+		return w
+	}
+	prefix := l.scopeKey(scope)
+	log, meta, sum := windowKeys(prefix, bucket, lim)
+	w = &window{
+		log: log, meta: meta, sum: sum,
+		pause: pauseKey(prefix, bucket), scopePause: pauseKey(prefix, ""),
+		units: lim.Units, length: int64(0),
+	}
+	if !lim.Calendar {
+		w.length = lim.Window.Microseconds()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.windows == nil || len(p.windows) >= maxPrepared {
+		p.windows = make(map[windowID]*window)
+	}
+	p.windows[id] = w
+	return w
+}
