@@ -243,18 +243,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 
-	out := req.Clone(req.Context())
+	// The request goes out as a copy carrying the trace; a deep copy only
+	// when a route rewrites it, since nothing else changes.
+	var trace sendTrace
+	out := req.WithContext(trace.attach(req.Context()))
 	base := t.base()
 	if o.route != nil {
 		if o.route.Rewrite != nil {
+			out = req.Clone(out.Context())
 			o.route.Rewrite(out)
 		}
 		if o.route.Base != nil {
 			base = o.route.Base
 		}
 	}
-	var trace sendTrace
-	out = out.WithContext(trace.attach(out.Context()))
 	bodyOwned = false
 	resp, err := base.RoundTrip(out)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,10 +18,15 @@ import (
 // callers is how many goroutines share the client in every case.
 const callers = 50
 
-// parallel runs op from callers goroutines and reports decisions/s.
-func parallel(b *testing.B, op func(ctx context.Context, i int) error) {
+// parallel runs op from callers goroutines and reports decisions/s, and,
+// given a client, the server's own time per call of the command cmd (from
+// INFO commandstats): what one decision costs Redis's single thread.
+func parallel(b *testing.B, rdb *redis.Client, cmd string, op func(ctx context.Context, i int) error) {
 	b.Helper()
 	ctx := context.Background()
+	if rdb != nil {
+		rdb.ConfigResetStat(ctx)
+	}
 	procs := runtime.GOMAXPROCS(0)
 	b.SetParallelism((callers + procs - 1) / procs)
 	b.ReportAllocs()
@@ -36,6 +42,29 @@ func parallel(b *testing.B, op func(ctx context.Context, i int) error) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	if rdb != nil {
+		b.ReportMetric(serverMicros(b, rdb, cmd), "redis-µs/op")
+	}
+}
+
+// serverMicros reads the server's time per call of cmd since the last reset.
+func serverMicros(b *testing.B, rdb *redis.Client, cmd string) float64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_"+cmd+":") {
+			continue
+		}
+		for _, field := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
+			if v, ok := strings.CutPrefix(field, "usec_per_call="); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+	}
+	return 0
 }
 
 // server starts one redis-server for a benchmark and a client with a
@@ -58,12 +87,12 @@ func BenchmarkDecisions(b *testing.B) {
 	pacific, _ := time.LoadLocation("America/Los_Angeles")
 
 	b.Run("ping", func(b *testing.B) {
-		parallel(b, func(ctx context.Context, _ int) error { return rdb.Ping(ctx).Err() })
+		parallel(b, rdb, "ping", func(ctx context.Context, _ int) error { return rdb.Ping(ctx).Err() })
 	})
 	for _, n := range []int{1, 100} {
 		b.Run("redis_rate/n="+strconv.Itoa(n), func(b *testing.B) {
 			limit := redis_rate.Limit{Rate: 1 << 40, Burst: 1 << 40, Period: time.Second}
-			parallel(b, func(ctx context.Context, _ int) error {
+			parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 				_, err := rr.AllowN(ctx, "peer", limit, n)
 				return err
 			})
@@ -72,7 +101,7 @@ func BenchmarkDecisions(b *testing.B) {
 	for _, cost := range []int64{1, 100} {
 		b.Run("tollgate/cost="+strconv.FormatInt(cost, 10), func(b *testing.B) {
 			c := quota.Charge{Bucket: "pool", Cost: cost, Limits: []quota.Limit{never(time.Second)}}
-			parallel(b, func(ctx context.Context, _ int) error {
+			parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 				_, err := lim.Allow(ctx, "hot", c)
 				return err
 			})
@@ -80,7 +109,7 @@ func BenchmarkDecisions(b *testing.B) {
 	}
 	b.Run("tollgate/two-limits", func(b *testing.B) {
 		c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{quota.PerDay(quota.MaxUnits, pacific), never(time.Hour)}}
-		parallel(b, func(ctx context.Context, _ int) error {
+		parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 			_, err := lim.Allow(ctx, "two", c)
 			return err
 		})
@@ -91,7 +120,7 @@ func BenchmarkDecisions(b *testing.B) {
 		for i := range scopes {
 			scopes[i] = "scope-" + strconv.Itoa(i)
 		}
-		parallel(b, func(ctx context.Context, i int) error {
+		parallel(b, rdb, "evalsha", func(ctx context.Context, i int) error {
 			_, err := lim.Allow(ctx, scopes[(i*7919)%len(scopes)], c)
 			return err
 		})
