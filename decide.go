@@ -68,8 +68,14 @@ func (t *Transport) fallback(ctx context.Context, st *state, c *call) (outcome, 
 
 // apply runs the request's policy on one limiter with one set of limits.
 func (t *Transport) apply(ctx context.Context, lim *quota.Limiter, limits map[string][]quota.Limit, c *call) (outcome, error) {
-	charges := quotaCharges(c.endpoint, limits)
 	o := outcome{limiter: lim}
+	if c.policy.OnRefusal == Error && lim == t.Limiter {
+		if qe, ok := t.st.exhausted.check(c.scope, c.endpoint, time.Now()); ok {
+			qe.cached = true
+			return o, qe
+		}
+	}
+	charges := quotaCharges(c.endpoint, limits)
 	switch c.policy.OnRefusal {
 	case Error:
 		return t.admitNow(ctx, lim, c, c.scope, charges, o)
@@ -113,7 +119,11 @@ func (t *Transport) admitNow(ctx context.Context, lim *quota.Limiter, c *call, s
 		return o, t.limiterError(lim, c, scope, err)
 	}
 	if !r.OK() {
-		return o, refusal(c, scope, r)
+		qe := refusal(c, scope, r)
+		if lim == t.Limiter && (qe.Bucket != "" || qe.Upstream) && qe.RetryAfter > 0 {
+			t.st.exhausted.note(scope, qe.Bucket, qe.Cost, qe.Upstream, time.Now().Add(qe.RetryAfter))
+		}
+		return o, qe
 	}
 	o.res = r
 	return o, nil

@@ -42,6 +42,8 @@ type QuotaError struct {
 	// (e.g. YouTube's 403 quotaExceeded, or a 429): every worker sharing the
 	// Redis now holds off until RetryAfter.
 	Upstream bool
+
+	cached bool // decided from the known-exhausted cache, without Redis
 }
 
 func (e *QuotaError) Error() string {

@@ -62,6 +62,9 @@ type Decision struct {
 	// Mode is how the decision was made: Redis, local, or not at all
 	// because Redis was down (open: sent unmetered; closed: not sent).
 	Mode Mode
+	// Cached reports a refusal made in this process without asking Redis,
+	// because Redis had refused as much until RetryAfter (Error policy).
+	Cached bool
 	// Err is why the request was not sent, when it was not.
 	Err error
 }

@@ -97,9 +97,10 @@ type Transport struct {
 
 // state is what the Transport derives from its fields on first use.
 type state struct {
-	limits map[string][]quota.Limit // effective limits per bucket (less the reserve)
-	local  map[string][]quota.Limit // LocalShare of them; nil without a share
-	health health
+	limits    map[string][]quota.Limit // effective limits per bucket (less the reserve)
+	local     map[string][]quota.Limit // LocalShare of them; nil without a share
+	health    health
+	exhausted exhausted // refusals known to hold for a while
 }
 
 // init checks the configuration and builds the state, once.
@@ -265,7 +266,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	return t.read(req.Context(), c, o, resp)
+	return t.read(req.Context(), st, c, o, resp)
 }
 
 // scope names the request's pool.
@@ -282,7 +283,7 @@ func (t *Transport) scope(req *http.Request) (string, error) {
 
 // read hands the response to the upstream reader. When it says the quota is
 // spent, every worker is paused and the caller gets a *QuotaError.
-func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Response) (*http.Response, error) {
+func (t *Transport) read(ctx context.Context, st *state, c *call, o outcome, resp *http.Response) (*http.Response, error) {
 	upstream := t.Upstream
 	if upstream == nil {
 		upstream = DefaultUpstream
@@ -301,6 +302,10 @@ func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Res
 	} else {
 		qe.Bucket = buckets[0]
 		qe.Cost = unitsOf(c.endpoint, buckets[0])
+	}
+	until := time.Now().Add(v.Pause)
+	for _, b := range buckets {
+		st.exhausted.note(qe.Scope, b, 0, true, until)
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
@@ -361,6 +366,7 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 	var qe *QuotaError
 	if errors.As(err, &qe) {
 		d.RetryAfter = qe.RetryAfter
+		d.Cached = qe.cached
 	}
 	if t.OnDecision != nil {
 		t.OnDecision(ctx, d)

@@ -1,0 +1,76 @@
+package tollgate_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// commandCounter counts the commands a go-redis client sends.
+type commandCounter struct{ n int }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n++; return next(ctx, cmd) }
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestKnownExhaustedRefusesWithoutARoundTrip: once Redis refused a cost
+// until an instant, requests of the Error policy costing as much are
+// refused in the process until then, without asking Redis; cheaper ones
+// still ask, and after the instant everything does.
+func TestKnownExhaustedRefusesWithoutARoundTrip(t *testing.T) {
+	_, rc := realRedis(t)
+	var counter commandCounter
+	rc.AddHook(&counter)
+	lim := quota.New(rc)
+	up := newUpstream(t)
+	var d decisions
+	window := 400 * time.Millisecond
+	tr := &tollgate.Transport{
+		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
+		OnDecision: d.hook,
+	}
+	fill(t, lim, tollgate.DefaultScope, 100, 150, window)
+
+	// search.list costs 100 of the pool: Redis refuses it.
+	_, err := get(t, tr, up.URL+"/v1/search")
+	var qe *tollgate.QuotaError
+	if !errors.As(err, &qe) || qe.Bucket != "pool" {
+		t.Fatalf("first search: %v, want refused for the pool", err)
+	}
+	asked := counter.n
+	for range 20 {
+		if _, err := get(t, tr, up.URL+"/v1/search"); !errors.As(err, &qe) || qe.RetryAfter <= 0 {
+			t.Fatalf("search while the pool is known spent: %v", err)
+		}
+	}
+	if counter.n != asked {
+		t.Errorf("20 refusals known in advance sent %d commands to Redis, want none", counter.n-asked)
+	}
+	evs := d.list()
+	if last := evs[len(evs)-1]; !last.Cached || last.Admitted {
+		t.Errorf("last decision %+v, want a cached refusal", last)
+	}
+	// A 1-unit call may fit now: it asks Redis.
+	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
+		t.Errorf("1-unit call: %v", err)
+	}
+	if counter.n == asked {
+		t.Error("a cheaper call was refused from the cache")
+	}
+	// After the refusal's instant, the search asks again and fits.
+	time.Sleep(qe.RetryAfter + 20*time.Millisecond)
+	if _, err := get(t, tr, up.URL+"/v1/search"); err != nil {
+		t.Errorf("search after the known instant: %v", err)
+	}
+}
