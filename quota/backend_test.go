@@ -72,6 +72,10 @@ var suite = []struct {
 	{"WaitCancelledGivesUnitsBack", testWaitCancelled},
 	{"Pause", testPause},
 	{"Record", testRecord},
+	{"Lease", testLease},
+	{"LeaseGivesBackUnspent", testLeaseGivesBackUnspent},
+	{"LeaseRespectsQueueAndDay", testLeaseRespectsQueueAndDay},
+	{"ExactWithLeases", testExactWithLeases},
 	{"InvalidInputWritesNothing", testInvalidWritesNothing},
 	{"HostileNames", testHostileNames},
 }

@@ -21,24 +21,31 @@ end
 local ms = redis.call('MGET', L.meta, L.sumkey)
 load(L, ms[1], ms[2])
 
-local used, nextfree = 0, 0
+-- Units counted at now: the sum less what has left, entries and leases.
+local used, first, latest = 0, nil, L.tail
 if L.sum > 0 then
   used = L.sum
-  if L.head <= c then
+  for _, x in ipairs(L.leases) do
+    if x.e <= c then
+      used = used - x.u
+    else
+      if not first or x.e < first then first = x.e end
+      if x.e > latest then latest = x.e end
+    end
+  end
+  if L.sum > L.leased and L.head ~= 0 then
     scan(L, function(ts, cost)
       if ts > c then
-        nextfree = ts
+        if not first or ts < first then first = ts end
         return true
       end
       used = used - cost
     end)
-  else
-    nextfree = L.head
   end
 end
 
 local held = 0
-if used > 0 and L.tail > now then
+if used > 0 and L.sum > L.leased and L.tail > now then
   local from = 1
   while true do
     local batch = redis.call('LRANGE', L.log, -(from + BATCH - 1), -from)
@@ -56,18 +63,16 @@ if used > 0 and L.tail > now then
   end
 end
 
-local reset = 0
+local nextfree, reset = 0, 0
 if L.window > 0 then
-  if used > 0 then
-    nextfree = nextfree + L.window
-    reset = L.tail + L.window
-  else
-    nextfree = 0
+  if used > 0 and first then
+    nextfree = first + L.window
+    reset = latest + L.window
   end
 else
   local _, finish = day(L, now)
   reset = finish
-  if used > 0 then nextfree = finish else nextfree = 0 end
+  if used > 0 then nextfree = finish end
 end
 
 local resume = 0

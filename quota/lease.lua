@@ -1,0 +1,91 @@
+-- lease.lua (after log.lua): take a lease of units a process spends on its
+-- own, or end one, giving back what it did not spend.
+--
+-- A lease is taken only when it fits now and no hold waits (it does not
+-- jump the queue), up to the units asked; it counts in the sum from now and
+-- leaves the window as an entry dated at its end would. It never crosses a
+-- calendar day's end. Ending it early dates what was spent at the end,
+-- after every spend, and gives the rest back.
+--
+-- KEYS: log, meta, sum per window; the bucket's pause, the scope's pause
+-- ARGV: clock, op ('take' or 'end'), id, units (asked, or spent for
+--       'end'), duration µs, n, then per window: limit units, window (see
+--       limit())
+-- Reply: take: {granted (0: refused), now, end, or when refused the
+--        instant it might fit}; end: {1}
+
+local now = clock(ARGV[1])
+local op, id, units, duration, n = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local limits, keys = {}, {}
+local a = 7
+for i = 1, n do
+  local max = tonumber(ARGV[a])
+  local L
+  L, a = limit(KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], a + 1)
+  L.units = max
+  limits[i] = L
+  keys[2 * i - 1], keys[2 * i] = L.meta, L.sumkey
+end
+for i = 3 * n + 1, #KEYS do keys[#keys + 1] = KEYS[i] end
+local read = redis.call('MGET', unpack(keys))
+for i, L in ipairs(limits) do load(L, read[2 * i - 1], read[2 * i]) end
+
+if op == 'end' then
+  for _, L in ipairs(limits) do
+    for j, x in ipairs(L.leases) do
+      if x.id == id then
+        local spent = math.min(units, x.u)
+        L.sum, L.leased = L.sum - (x.u - spent), L.leased - (x.u - spent)
+        if spent == 0 then
+          table.remove(L.leases, j)
+        else
+          x.u = spent
+          if now < x.e then x.e = now end
+        end
+        save(L, now)
+        break
+      end
+    end
+  end
+  return {1}
+end
+
+local t0 = now
+for _, L in ipairs(limits) do
+  local c = cut(L, now)
+  if not c then
+    return redis.error_reply('ERR tollgate: clock outside the calendar days sent')
+  end
+  if L.sum > 0 then expire(L, c, true) end
+  if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
+end
+for i = 2 * n + 1, #read do
+  local u = tonumber(read[i])
+  if u and u > t0 then t0 = u end
+end
+local granted = units
+for _, L in ipairs(limits) do
+  granted = math.min(granted, L.units - L.sum)
+end
+if t0 > now or granted < 1 then
+  local at = t0
+  for _, L in ipairs(limits) do
+    local f = fit(L, t0, 1)
+    if f and f > at then at = f end
+    if L.dirty then save(L, now) end
+  end
+  return {0, now, at}
+end
+local e = now + duration
+for _, L in ipairs(limits) do
+  if L.window == 0 then
+    local _, finish = day(L, now)
+    if finish and e >= finish then e = finish - 1 end
+  end
+end
+for _, L in ipairs(limits) do
+  L.leases[#L.leases + 1] = {id = id, e = e, u = granted}
+  L.leased, L.sum = L.leased + granted, L.sum + granted
+  save(L, now)
+end
+return {granted, now, e}
