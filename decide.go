@@ -12,7 +12,8 @@ import (
 
 // outcome is what a decision admitted.
 type outcome struct {
-	res     *quota.Reservation // the units reserved; nil when unmetered
+	res     *quota.Reservation // the units reserved; nil when unmetered or leased
+	lease   *quota.Lease       // the lease the units came from, if any
 	limiter *quota.Limiter     // who decided: Redis or the local limiter; nil when nobody did
 	route   *Route             // the failover route admitted, if any
 	mode    Mode
@@ -29,10 +30,23 @@ func (o outcome) scope(c *call) string {
 
 // decide asks Redis for the request's units as its policy says, and falls
 // back on the policy's outage mode when Redis cannot answer.
+// A lease in hand is spent first, even while Redis is down: its units are
+// counted there already.
 func (t *Transport) decide(ctx context.Context, st *state, c *call) (outcome, error) {
+	if o, ok := t.spendLease(st, c); ok {
+		o.limiter = t.Limiter
+		return o, nil
+	}
 	if st.health.useRedis(ctx, t, st, c.scope) {
-		o, err := t.apply(ctx, t.Limiter, st.limits, c)
-		o.mode = ModeRedis
+		o, ok, err := t.renewLease(ctx, st, c)
+		if ok {
+			o.limiter = t.Limiter
+			return o, nil
+		}
+		if err == nil {
+			o, err = t.apply(ctx, t.Limiter, st.limits, c)
+			o.mode = ModeRedis
+		}
 		if !errors.Is(err, quota.ErrRedis) {
 			return o, err
 		}

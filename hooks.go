@@ -54,7 +54,8 @@ type Decision struct {
 	// Waited is how long the request waited for its turn, e.g. 1.5s.
 	Waited time.Duration
 	// At is the instant the units count from, on the limiter's clock (the
-	// Redis server's): the request is sent at it or just after. Zero when
+	// Redis server's), or for units spent from a lease the local instant
+	// they were spent: the request is sent at it or just after. Zero when
 	// nothing was reserved (refused, or sent unmetered).
 	At time.Time
 	// RetryAfter is, for a refusal, how long until the cost fits, e.g. 41s.
@@ -65,6 +66,9 @@ type Decision struct {
 	// Cached reports a refusal made in this process without asking Redis,
 	// because Redis had refused as much until RetryAfter (Error policy).
 	Cached bool
+	// Leased reports units spent from this process's lease (see
+	// Transport.Lease), without a round trip.
+	Leased bool
 	// Err is why the request was not sent, when it was not.
 	Err error
 }

@@ -61,6 +61,11 @@ type Transport struct {
 	// Routes are tried in order by endpoints whose policy is Failover.
 	Routes []Route
 
+	// Lease, when set, makes a scope's requests spend from leases taken in
+	// Redis a block at a time, instead of asking Redis call by call: for hot
+	// scopes. Requests that charge several buckets still ask call by call.
+	Lease LeaseFunc
+
 	// Transit is the longest a request may take from its admission to its
 	// arrival upstream: waking from its wait, the trip, the upstream's own
 	// queue. Sliding windows are lengthened by it, so that a request sent
@@ -101,6 +106,7 @@ type state struct {
 	local     map[string][]quota.Limit // LocalShare of them; nil without a share
 	health    health
 	exhausted exhausted // refusals known to hold for a while
+	leases    leases    // this process's leases, per scope and bucket
 }
 
 // init checks the configuration and builds the state, once.
@@ -148,16 +154,19 @@ func (t *Transport) build() (*state, error) {
 	return st, nil
 }
 
-// Close releases the in-process limiter of the Local outage mode and makes
-// later requests fail with ErrClosed. It does not close the Limiter, which
-// the caller owns, nor idle connections of Base.
+// Close ends the Transport's leases, giving back what they did not spend,
+// releases the in-process limiter of the Local outage mode, and makes later
+// requests fail with ErrClosed. It does not close the Limiter, which the
+// caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
 	st, err := t.init()
 	if err != nil {
 		return nil
 	}
-	return st.health.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return errors.Join(st.leases.endAll(ctx), st.health.close())
 }
 
 // CloseIdleConnections closes the idle connections of Base and of the
@@ -244,10 +253,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 
-	// The request goes out as a copy carrying the trace; a deep copy only
-	// when a route rewrites it, since nothing else changes.
-	var trace sendTrace
-	out := req.WithContext(trace.attach(req.Context()))
+	// A reserved request goes out as a copy carrying a trace, to tell
+	// whether it reached the upstream (for a refund); a deep copy only when
+	// a route rewrites it. A request spent from a lease goes as it is: a
+	// unit it loses to a failed dial only makes the lease end sooner.
+	var trace *sendTrace
+	out := req
+	if o.res != nil {
+		trace = new(sendTrace)
+		out = req.WithContext(trace.attach(req.Context()))
+	}
 	base := t.base()
 	if o.route != nil {
 		if o.route.Rewrite != nil {
@@ -261,7 +276,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	bodyOwned = false
 	resp, err := base.RoundTrip(out)
 	if err != nil {
-		if trace.neverSent(err) {
+		if trace != nil && trace.neverSent(err) {
 			t.refund(req.Context(), c, o)
 		}
 		return nil, err
@@ -362,6 +377,9 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 	}
 	if o.res != nil && err == nil {
 		d.At = o.res.Time()
+	}
+	if o.lease != nil && err == nil {
+		d.Leased, d.At = true, time.Now() // spent now, from the lease
 	}
 	var qe *QuotaError
 	if errors.As(err, &qe) {

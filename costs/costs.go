@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 )
 
@@ -261,13 +260,14 @@ func (t *Table) match(req *http.Request) *Rule {
 	if req.URL == nil {
 		return nil
 	}
-	probe := &http.Request{
-		Method: req.Method,
-		Host:   host(req),
-		URL:    &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath},
-	}
-	if probe.Method == "" {
-		probe.Method = http.MethodGet
+	probe := req
+	if req.Host == "" || req.Method == "" {
+		// The mux reads the Host field, which client requests may leave to
+		// the URL, and the method, which may be left to mean GET.
+		probe = &http.Request{Method: req.Method, Host: host(req), URL: req.URL}
+		if probe.Method == "" {
+			probe.Method = http.MethodGet
+		}
 	}
 	h, pattern := t.mux.Handler(probe)
 	if rh, ok := h.(ruleHandler); ok {

@@ -35,12 +35,23 @@ if op == 'end' then
     for j, x in ipairs(L.leases) do
       if x.id == id then
         local spent = math.min(units, x.u)
-        L.sum, L.leased = L.sum - (x.u - spent), L.leased - (x.u - spent)
-        if spent == 0 then
-          table.remove(L.leases, j)
-        else
-          x.u = spent
-          if now < x.e then x.e = now end
+        local e = math.min(x.e, now)
+        L.sum, L.leased = L.sum - (x.u - spent), L.leased - x.u
+        table.remove(L.leases, j)
+        if spent > 0 then
+          if L.tail <= e then
+            -- What was spent becomes an ordinary entry dated at the end:
+            -- the log stays sorted, and the meta keeps only live leases.
+            if redis.call('RPUSH', L.log, string.format('%d:%d:', e, spent) .. id) == 1 then
+              L.exp = 0 -- a new list: it has no TTL yet
+            end
+            if L.head == 0 then L.head = e end
+            L.tail = e
+          else
+            -- A hold is dated later: keep it a lease record, out of the log.
+            L.leases[#L.leases + 1] = {id = id, e = e, u = spent}
+            L.leased = L.leased + spent
+          end
         end
         save(L, now)
         break

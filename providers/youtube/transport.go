@@ -48,10 +48,12 @@ type Options struct {
 	// extended with buckets of your own.
 	Buckets map[string]tollgate.Bucket
 
-	// Policy, LocalShare, Base, OnDecision, OnSwitch and Logger are passed
-	// to the tollgate.Transport. When Policy fails over, the routes are the
-	// pools in name order, each with its own key.
+	// Policy, Lease, Transit, LocalShare, Base, OnDecision, OnSwitch and
+	// Logger are passed to the tollgate.Transport. When Policy fails over,
+	// the routes are the pools in name order, each with its own key.
 	Policy     tollgate.PolicyFunc
+	Lease      tollgate.LeaseFunc
+	Transit    time.Duration
 	LocalShare float64
 	Base       http.RoundTripper
 	OnDecision tollgate.DecisionHook
@@ -122,6 +124,8 @@ func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Tra
 		Buckets:    buckets,
 		Scope:      scope,
 		Policy:     opts.Policy,
+		Lease:      opts.Lease,
+		Transit:    opts.Transit,
 		Routes:     routes,
 		LocalShare: opts.LocalShare,
 		Upstream:   Upstream(reset),
