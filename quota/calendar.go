@@ -11,11 +11,13 @@ import (
 // The script cannot convert instants to local dates, so the caller sends the
 // midnights around its own clock: from daysBefore days before today to
 // daysAfter days after. The script picks the day holding its own clock's
-// instant, which tolerates days of skew between caller and Redis, and can
-// place holds up to daysAfter-1 days ahead.
+// instant, which tolerates a day of skew between caller and Redis, and can
+// place holds up to daysAfter-1 days ahead; further is refused as beyond
+// the calendar. Every midnight is an argument of every decision, so they
+// are few.
 const (
-	daysBefore = 2
-	daysAfter  = 8
+	daysBefore = 1
+	daysAfter  = 3
 )
 
 // midnights returns the starts of the local days around t in loc, oldest

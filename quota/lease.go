@@ -96,11 +96,13 @@ func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int6
 	}
 	c := ls.charge
 	keys := make([]string, 0, 3*len(c.Limits)+2)
+	logs := make([]string, 0, len(c.Limits))
 	args := []any{clockArg, op, ls.id, units, d.Microseconds(), len(c.Limits)}
 	var w *window
 	for _, lim := range c.Limits {
 		w = l.window(ls.scope, c.Bucket, lim)
-		keys = append(keys, w.log, w.meta, w.sum)
+		keys = append(keys, w.meta, w.sum)
+		logs = append(logs, w.log)
 		args = append(args, w.units, w.length)
 		if lim.Calendar {
 			if now.IsZero() {
@@ -110,6 +112,7 @@ func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int6
 		}
 	}
 	keys = append(keys, w.pause, w.scopePause)
+	keys = append(keys, logs...)
 	v, err := leaseScript.Run(ctx, l.client, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, redisError(ctx, "lease", err)

@@ -7,7 +7,8 @@
 -- calendar day's end. Ending it early dates what was spent at the end,
 -- after every spend, and gives the rest back.
 --
--- KEYS: log, meta, sum per window; the bucket's pause, the scope's pause
+-- KEYS: meta and sum per window, the bucket's pause, the scope's pause,
+--       then the logs (reserve.lua's order)
 -- ARGV: clock, op ('take' or 'end'), id, units (asked, or spent for
 --       'end'), duration µs, n, then per window: limit units, window (see
 --       limit())
@@ -16,18 +17,17 @@
 
 local now = clock(ARGV[1])
 local op, id, units, duration, n = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local limits, keys = {}, {}
+local nread = #KEYS - n
+local limits = {}
 local a = 7
 for i = 1, n do
   local max = tonumber(ARGV[a])
   local L
-  L, a = limit(KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], a + 1)
+  L, a = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], a + 1)
   L.units = max
   limits[i] = L
-  keys[2 * i - 1], keys[2 * i] = L.meta, L.sumkey
 end
-for i = 3 * n + 1, #KEYS do keys[#keys + 1] = KEYS[i] end
-local read = redis.call('MGET', unpack(keys))
+local read = redis.call('MGET', unpack(KEYS, 1, nread))
 for i, L in ipairs(limits) do load(L, read[2 * i - 1], read[2 * i]) end
 
 if op == 'end' then
@@ -70,7 +70,7 @@ for _, L in ipairs(limits) do
   if L.sum > 0 then expire(L, c, true) end
   if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
 end
-for i = 2 * n + 1, #read do
+for i = 2 * n + 1, nread do
   local u = tonumber(read[i])
   if u and u > t0 then t0 = u end
 end

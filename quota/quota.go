@@ -214,10 +214,13 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	}
 	seq := l.seq.Add(1)
 
-	// KEYS: log, meta and sum per window, the pause of each bucket, the
-	// scope's pause. ARGV: clock, maxwait, id prefix, id seq, n, then per
-	// window: cost, units, window µs, and for a calendar day its midnights.
+	// KEYS: meta and sum per window, the pause of each bucket, the scope's
+	// pause, then the log per window. ARGV: clock, maxwait, id prefix, id
+	// seq, n, then per window: cost, units, window µs, and for a calendar
+	// day its midnights.
 	keys := make([]string, 0, 3*n+len(charges)+1)
+	var logs [4]string // the windows' logs; more windows spill to the heap
+	windowLogs := logs[:0]
 	args := make([]any, 0, 5+3*n+daysBefore+daysAfter+2)
 	args = append(args, clockArg, maxWait, l.idPrefix, seq, n)
 	var scopePause string
@@ -229,7 +232,8 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 			if j == 0 {
 				bucketPauses = append(bucketPauses, w.pause)
 			}
-			keys = append(keys, w.log, w.meta, w.sum)
+			keys = append(keys, w.meta, w.sum)
+			windowLogs = append(windowLogs, w.log)
 			args = append(args, c.Cost, w.units, w.length)
 			if lim.Calendar {
 				if now.IsZero() {
@@ -242,6 +246,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	}
 	keys = append(keys, bucketPauses...)
 	keys = append(keys, scopePause)
+	keys = append(keys, windowLogs...)
 
 	reply, err := reserveScript.Run(ctx, l.client, keys, args...).Slice()
 	if err != nil {

@@ -3,8 +3,9 @@
 -- atomic step. fast.lua has read the clock (now) and every meta and the
 -- pauses (read), and taken the common case.
 --
--- KEYS: log_1, meta_1, sum_1, ..., log_n, meta_n, sum_n, then the pause
---       keys: one per bucket charged, then the scope's
+-- KEYS: meta_1, sum_1, ..., meta_n, sum_n, the pause of each bucket
+--       charged and the scope's, then log_1, ..., log_n: what a decision
+--       reads comes first, for one MGET of a range
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
 --       maxwait  how far in µs the admission instant may lie after now;
 --                -1 for no bound, 0 for an immediate decision, -2 to
@@ -35,7 +36,7 @@ local a = 6
 for i = 1, n do
   local cost, units = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
   local L
-  L, a = limit(KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], a + 2)
+  L, a = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], a + 2)
   L.cost, L.units = cost, units
   limits[i] = L
 end
@@ -64,7 +65,7 @@ for i, L in ipairs(limits) do
   if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
 end
 local by = 0
-for i = 2 * n + 1, #read do
+for i = 2 * n + 1, nread do
   local u = tonumber(read[i])
   if u and u > t0 then t0, by = u, -(i - 2 * n) end
 end
