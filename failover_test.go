@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/redistest"
+	"github.com/tollgate/tollgate/internal/windowcheck"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -98,12 +99,12 @@ func TestClusterFailover(t *testing.T) {
 	up.mu.Lock()
 	arrivals := slices.Clone(up.arrivals)
 	up.mu.Unlock()
-	calls := make([]admittedCall, len(arrivals))
+	calls := make([]windowcheck.Call, len(arrivals))
 	for i, a := range arrivals {
-		calls[i] = admittedCall{a.at, 1}
+		calls[i] = windowcheck.Call{At: a.at, Units: 1}
 	}
 	// A few milliseconds of transit forgiven, as in the load test.
-	most, at := maxInWindow(calls, window-5*time.Millisecond)
+	most, at := windowcheck.Most(calls, window-5*time.Millisecond)
 	if most > limit {
 		t.Errorf("%d units arrived within the window ending %v, over the limit of %d", most, at.Format(time.StampMilli), limit)
 	}

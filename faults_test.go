@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/redistest"
+	"github.com/tollgate/tollgate/internal/windowcheck"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -120,13 +120,13 @@ func TestRedisKilledMidRun(t *testing.T) {
 				t.Errorf("decisions returned to Redis %v after it answered again, want within a second", took)
 			}
 			var admitted, byMode = 0, map[tollgate.Mode]int{}
-			var local []admittedCall
+			var local []windowcheck.Call
 			for _, ev := range d.list() {
 				if ev.Admitted {
 					admitted++
 					byMode[ev.Mode]++
 					if ev.Mode == tollgate.ModeLocal {
-						local = append(local, admittedCall{ev.At, 1})
+						local = append(local, windowcheck.Call{At: ev.At, Units: 1})
 					}
 				}
 			}
@@ -144,7 +144,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 					t.Error("fail open: no request was reported sent unmetered")
 				}
 			case tollgate.Local:
-				most, at := maxInWindow(local, window+tollgate.DefaultTransit)
+				most, at := windowcheck.Most(local, window+tollgate.DefaultTransit)
 				if own := int64(limit * share); most > own || byMode[tollgate.ModeLocal] == 0 {
 					t.Errorf("local: %d units in the window ending %v, over this process's share of %d (or none at all)", most, at, own)
 				}
@@ -152,31 +152,6 @@ func TestRedisKilledMidRun(t *testing.T) {
 			waitNoTollgateGoroutines(t, before)
 		})
 	}
-}
-
-type admittedCall struct {
-	at   time.Time
-	cost int64
-}
-
-// maxInWindow returns the most units within any window (T-w, T].
-func maxInWindow(calls []admittedCall, w time.Duration) (int64, time.Time) {
-	calls = slices.Clone(calls)
-	slices.SortFunc(calls, func(a, b admittedCall) int { return a.at.Compare(b.at) })
-	var most, sum int64
-	var at time.Time
-	lo := 0
-	for hi := range calls {
-		sum += calls[hi].cost
-		for !calls[lo].at.After(calls[hi].at.Add(-w)) {
-			sum -= calls[lo].cost
-			lo++
-		}
-		if sum > most {
-			most, at = sum, calls[hi].at
-		}
-	}
-	return most, at
 }
 
 // TestScriptFlushAndClientKillMidRun empties the script cache and kills

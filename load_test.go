@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/redistest"
+	"github.com/tollgate/tollgate/internal/windowcheck"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -322,36 +323,23 @@ func runLoad(t *testing.T, rdbAddrs []string, cluster bool, policy string, lease
 		t.Errorf("the upstream refused %d calls over its quota", refused)
 	}
 	slices.SortFunc(arrivals, func(a, b admitted) int { return a.at.Compare(b.at) })
+	// The arrivals, with a few milliseconds forgiven for the trip from
+	// decision to arrival; and the admissions, on the limiter's clock.
 	const transit = 5 * time.Millisecond
 	var run loadRun
-	var sum int64
 	var slowest, latest time.Duration
-	lo := 0
-	for _, a := range arrivals {
+	arrived := make([]windowcheck.Call, len(arrivals))
+	decided := make([]windowcheck.Call, len(arrivals))
+	for i, a := range arrivals {
 		slowest = max(slowest, a.at.Sub(a.sent))
 		latest = max(latest, a.sent.Sub(a.admitted))
 		run.calls++
 		run.units += a.cost
-		sum += a.cost
-		for !arrivals[lo].at.After(a.at.Add(-window + transit)) {
-			sum -= arrivals[lo].cost
-			lo++
-		}
-		run.most = max(run.most, sum)
+		arrived[i] = windowcheck.Call{At: a.at, Units: a.cost}
+		decided[i] = windowcheck.Call{At: a.admitted, Units: a.cost}
 	}
-	byAdmission := slices.Clone(arrivals)
-	slices.SortFunc(byAdmission, func(a, b admitted) int { return a.admitted.Compare(b.admitted) })
-	var mostAdmitted, asum int64
-	alo := 0
-	for _, a := range byAdmission {
-		asum += a.cost
-		for !byAdmission[alo].admitted.After(a.admitted.Add(-window)) {
-			asum -= byAdmission[alo].cost
-			alo++
-		}
-		mostAdmitted = max(mostAdmitted, asum)
-	}
-	if mostAdmitted > units {
+	run.most, _ = windowcheck.Most(arrived, window-transit)
+	if mostAdmitted, _ := windowcheck.Most(decided, window); mostAdmitted > units {
 		t.Errorf("%d units were admitted within one window of %v, over the limit of %d", mostAdmitted, window, units)
 	}
 	if run.most > units {

@@ -32,17 +32,6 @@ func midnights(t time.Time, loc *time.Location) []time.Time {
 	return out
 }
 
-// dayStart and dayEnd return the midnights that begin and end the local day holding t.
-func dayStart(t time.Time, loc *time.Location) time.Time {
-	y, m, d := t.In(loc).Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, loc)
-}
-
-func dayEnd(t time.Time, loc *time.Location) time.Time {
-	y, m, d := t.In(loc).Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, loc)
-}
-
 // calendarArgs caches, per location, the script arguments for the day that
 // holds the current time, so a decision does not recompute midnights.
 type calendarArgs struct {

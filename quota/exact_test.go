@@ -3,51 +3,12 @@ package quota
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/windowcheck"
 )
-
-// admitted is one call the limiter admitted: its instant and cost.
-type admitted struct {
-	at   time.Time
-	cost int64
-}
-
-// maxInWindow returns the largest number of units dated within any window
-// (T-w, T]. The maximum is reached at some entry's instant, so checking the
-// window ending at each entry suffices.
-func maxInWindow(calls []admitted, w time.Duration) (most int64, at time.Time) {
-	calls = slices.Clone(calls)
-	slices.SortFunc(calls, func(a, b admitted) int { return a.at.Compare(b.at) })
-	var sum int64
-	lo := 0
-	for hi := range calls {
-		sum += calls[hi].cost
-		for !calls[lo].at.After(calls[hi].at.Add(-w)) {
-			sum -= calls[lo].cost
-			lo++
-		}
-		if sum > most {
-			most, at = sum, calls[hi].at
-		}
-	}
-	return most, at
-}
-
-func TestMaxInWindow(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	calls := []admitted{
-		{t0, 5}, {t0.Add(time.Second), 3}, {t0.Add(2 * time.Second), 4}, {t0.Add(2500 * time.Millisecond), 1},
-	}
-	if got, _ := maxInWindow(calls, 2*time.Second); got != 8 {
-		t.Errorf("max over 2s windows = %d, want 8 ((+0.5s,+2.5s] holds 3+4+1)", got)
-	}
-	if got, _ := maxInWindow(calls, 2*time.Second+time.Nanosecond); got != 12 {
-		t.Errorf("max over 2s+1ns windows = %d, want 12", got)
-	}
-}
 
 // testExactness lets many goroutines spend one scope at once, with costs of
 // 1 and 100, immediate decisions, holds (some cancelled) and waits, and
@@ -62,7 +23,7 @@ func testExactness(t *testing.T, b *backend) {
 
 	var (
 		mu                       sync.Mutex
-		calls                    []admitted
+		calls                    []windowcheck.Call
 		holds, cancels, hundreds int
 		refused                  int
 		wg                       sync.WaitGroup
@@ -70,7 +31,7 @@ func testExactness(t *testing.T, b *backend) {
 	record := func(r *Reservation, cost int64) {
 		mu.Lock()
 		defer mu.Unlock()
-		calls = append(calls, admitted{r.Time(), cost})
+		calls = append(calls, windowcheck.Call{At: r.Time(), Units: cost})
 		if cost == 100 {
 			hundreds++
 		}
@@ -141,7 +102,7 @@ func testExactness(t *testing.T, b *backend) {
 	}
 	wg.Wait()
 
-	most, at := maxInWindow(calls, window)
+	most, at := windowcheck.Most(calls, window)
 	t.Logf("%d calls admitted (%d of 100 units, %d holds), %d cancelled, %d refused; at most %d units in a window (limit %d)",
 		len(calls), hundreds, holds, cancels, refused, most, units)
 	if most > units {
@@ -154,13 +115,13 @@ func testExactness(t *testing.T, b *backend) {
 	if len(calls) == 0 {
 		t.Fatal("nothing was admitted")
 	}
-	first, last := calls[0].at, calls[0].at
+	first, last := calls[0].At, calls[0].At
 	for _, c := range calls {
-		if c.at.Before(first) {
-			first = c.at
+		if c.At.Before(first) {
+			first = c.At
 		}
-		if c.at.After(last) {
-			last = c.at
+		if c.At.After(last) {
+			last = c.At
 		}
 	}
 	if span := last.Sub(first); span < 4*window {

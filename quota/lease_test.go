@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/windowcheck"
 )
 
 // testLease checks a lease's life on an injected clock: it takes what fits
@@ -135,13 +137,13 @@ func testExactWithLeases(t *testing.T, b *backend) {
 	lim := PerWindow(units, window)
 	var (
 		mu     sync.Mutex
-		calls  []admitted
+		calls  []windowcheck.Call
 		leased int
 		wg     sync.WaitGroup
 	)
 	record := func(at time.Time, cost int64) {
 		mu.Lock()
-		calls = append(calls, admitted{at, cost})
+		calls = append(calls, windowcheck.Call{At: at, Units: cost})
 		mu.Unlock()
 	}
 	end := time.Now().Add(6 * window)
@@ -182,7 +184,7 @@ func testExactWithLeases(t *testing.T, b *backend) {
 		})
 	}
 	wg.Wait()
-	most, at := maxInWindow(calls, window)
+	most, at := windowcheck.Most(calls, window)
 	t.Logf("%d calls, %d leases; at most %d units in a window (limit %d)", len(calls), leased, most, units)
 	if most > units {
 		t.Errorf("the window ending %v holds %d units, over the limit of %d", at, most, units)

@@ -16,6 +16,12 @@ func keysOf(l *Limiter, s, bucket string, lim Limit) (log, meta string) {
 	return log, meta
 }
 
+// dayEnd returns the midnight that ends the local day holding t.
+func dayEnd(t time.Time, loc *time.Location) time.Time {
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, loc)
+}
+
 // sumOf returns the sum key of one bucket window of a scope.
 func sumOf(l *Limiter, s, bucket string, lim Limit) string {
 	_, _, sum := windowKeys(l.scopeKey(s), bucket, lim)

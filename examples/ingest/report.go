@@ -49,13 +49,8 @@ func newReport(out io.Writer, regions []string) *report {
 	return r
 }
 
-// printf writes one progress line, stamped with the time since the start.
-func (r *report) printf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.line(format, args...)
-}
-
+// line writes one progress line, stamped with the time since the start.
+// The caller holds r.mu.
 func (r *report) line(format string, args ...any) {
 	fmt.Fprintf(r.out, "%6.1fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
 }
