@@ -14,6 +14,7 @@ import (
 type outcome struct {
 	res     *quota.Reservation // the units reserved; nil when unmetered or leased
 	lease   *quota.Lease       // the lease the units came from, if any
+	spent   time.Time          // when they were taken from it
 	limiter *quota.Limiter     // who decided: Redis or the local limiter; nil when nobody did
 	route   *Route             // the failover route admitted, if any
 	mode    Mode

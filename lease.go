@@ -75,7 +75,7 @@ func (t *Transport) spendLease(st *state, c *call) (outcome, bool) {
 	ls := s.ls
 	s.mu.Unlock()
 	if ls != nil && ls.Take(ch.Units) {
-		return outcome{lease: ls, mode: ModeRedis}, true
+		return outcome{lease: ls, spent: time.Now(), mode: ModeRedis}, true
 	}
 	return outcome{}, false
 }
@@ -95,7 +95,7 @@ func (t *Transport) renewLease(ctx context.Context, st *state, c *call) (outcome
 	defer s.mu.Unlock()
 	if s.ls != nil {
 		if s.ls.Take(ch.Units) { // another request renewed it meanwhile
-			return outcome{lease: s.ls, mode: ModeRedis}, true, nil
+			return outcome{lease: s.ls, spent: time.Now(), mode: ModeRedis}, true, nil
 		}
 		if err := s.ls.End(ctx); err != nil {
 			t.log(ctx, slog.LevelWarn, "tollgate: could not end a lease; its units stay counted until it ends",
@@ -115,7 +115,7 @@ func (t *Transport) renewLease(ctx context.Context, st *state, c *call) (outcome
 	if !ls.Take(ch.Units) {
 		return outcome{}, false, nil // granted less than this request costs
 	}
-	return outcome{lease: ls, mode: ModeRedis}, true, nil
+	return outcome{lease: ls, spent: time.Now(), mode: ModeRedis}, true, nil
 }
 
 // endAll ends every lease, giving back what was not spent.

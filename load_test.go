@@ -49,6 +49,7 @@ type loadConfig struct {
 	Lease    bool   // spend from leases
 	Units    int64  // the limit, per Window
 	Window   time.Duration
+	Transit  time.Duration
 	Duration time.Duration
 	Workers  int
 	Process  int
@@ -113,6 +114,7 @@ func loadChild(raw string) int {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = cfg.Workers // keep a connection per worker, as a busy client would
 	tr := &tollgate.Transport{
+		Transit:    cfg.Transit,
 		Base:       stampSent{base},
 		Limiter:    quota.New(rdb),
 		Costs:      table,
@@ -283,6 +285,10 @@ func runLoad(t *testing.T, rdbAddrs []string, cluster bool, policy string, lease
 	const units = int64(6000)
 	window := time.Second
 	duration := 4 * time.Second
+	// Four processes of 50 goroutines, a cluster and the race detector
+	// on a small machine can send a request 200ms after its admission.
+	// The transit guard covers that, as it would on a loaded host.
+	transit := 200 * time.Millisecond
 	// The upstream's own quota sits 5% above the limit, as the reserve
 	// does in production: it absorbs transit jitter across its fixed
 	// window boundaries, which the sliding check below does not forgive.
@@ -293,7 +299,7 @@ func runLoad(t *testing.T, rdbAddrs []string, cluster bool, policy string, lease
 	for p := range procs {
 		cfg, _ := json.Marshal(loadConfig{
 			Redis: rdbAddrs, Cluster: cluster, Upstream: up.URL, Policy: policy, Lease: lease,
-			Units: units, Window: window, Duration: duration, Workers: workers, Process: p,
+			Units: units, Window: window, Transit: transit, Duration: duration, Workers: workers, Process: p,
 		})
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), loadChildEnv+"="+string(cfg))
@@ -325,7 +331,7 @@ func runLoad(t *testing.T, rdbAddrs []string, cluster bool, policy string, lease
 	slices.SortFunc(arrivals, func(a, b admitted) int { return a.at.Compare(b.at) })
 	// The arrivals, with a few milliseconds forgiven for the trip from
 	// decision to arrival; and the admissions, on the limiter's clock.
-	const transit = 5 * time.Millisecond
+	const forgiven = 5 * time.Millisecond
 	var run loadRun
 	var slowest, latest time.Duration
 	arrived := make([]windowcheck.Call, len(arrivals))
@@ -338,22 +344,24 @@ func runLoad(t *testing.T, rdbAddrs []string, cluster bool, policy string, lease
 		arrived[i] = windowcheck.Call{At: a.at, Units: a.cost}
 		decided[i] = windowcheck.Call{At: a.admitted, Units: a.cost}
 	}
-	run.most, _ = windowcheck.Most(arrived, window-transit)
-	if mostAdmitted, _ := windowcheck.Most(decided, window); mostAdmitted > units {
+	run.most, _ = windowcheck.Most(arrived, window-forgiven)
+	if mostAdmitted, _ := windowcheck.Most(decided, window+transit); mostAdmitted > units {
 		t.Errorf("%d units were admitted within one window of %v, over the limit of %d", mostAdmitted, window, units)
 	}
 	if run.most > units {
 		t.Errorf("%d units arrived within one window (less %v of transit), over the limit of %d; the slowest trip took %v, the latest send %v after its admission",
-			run.most, transit, units, slowest, latest)
+			run.most, forgiven, units, slowest, latest)
 	}
 	if len(arrivals) > 1 {
 		span := arrivals[len(arrivals)-1].at.Sub(arrivals[0].at)
-		allowed := float64(units) * (float64(span)/float64(window) + 1)
+		// What the limit allowed: its units per window, lengthened by the
+		// transit guard it is configured with.
+		allowed := float64(units) * (float64(span)/float64(window+transit) + 1)
 		run.utilization = float64(run.units) / allowed
 	}
 	if run.utilization < 0.9 {
-		t.Errorf("utilization %.1f%%: the upstream received %d units of the %d per %v the limit allowed",
-			100*run.utilization, run.units, units, window)
+		t.Errorf("utilization %.1f%%: the upstream received %d units of the %d per %v (and %v of transit) the limit allowed",
+			100*run.utilization, run.units, units, window, transit)
 	}
 	byCost := map[int64][]int{}
 	leased := 0

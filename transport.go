@@ -379,7 +379,7 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 		d.At = o.res.Time()
 	}
 	if o.lease != nil && err == nil {
-		d.Leased, d.At = true, time.Now() // spent now, from the lease
+		d.Leased, d.At = true, o.spent
 	}
 	var qe *QuotaError
 	if errors.As(err, &qe) {
