@@ -115,7 +115,9 @@ func (r *report) passDone(ctx context.Context, region string, n int, res passRes
 func (s *regionStats) spentSinceReport() string {
 	var parts []string
 	for _, b := range sortedKeys(s.units) {
-		if d := s.units[b] - s.reported[b]; d > 0 {
+		if d := s.units[b] - s.reported[b]; d == 1 {
+			parts = append(parts, fmt.Sprintf("1 %s unit", b))
+		} else if d > 1 {
 			parts = append(parts, fmt.Sprintf("%d %s units", d, b))
 		}
 		s.reported[b] = s.units[b]
