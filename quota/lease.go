@@ -88,12 +88,7 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 
 // runLease runs lease.lua for the lease's windows.
 func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int64, d time.Duration) ([]int64, error) {
-	var now time.Time
-	clockArg := ""
-	if l.clock != nil {
-		now = l.clock()
-		clockArg = strconv.FormatInt(now.UnixMicro(), 10)
-	}
+	now, clockArg := l.clockArg()
 	c := ls.charge
 	keys := make([]string, 0, 3*len(c.Limits)+2)
 	logs := make([]string, 0, len(c.Limits))
@@ -105,10 +100,7 @@ func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int6
 		logs = append(logs, w.log)
 		args = append(args, w.units, w.length)
 		if lim.Calendar {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			args = append(args, l.calendar.get(now, lim.Location)...)
+			args = l.appendMidnights(args, &now, lim.Location)
 		}
 	}
 	keys = append(keys, w.pause, w.scopePause)

@@ -83,6 +83,19 @@ func (l Limit) windowKey() string {
 	return "w" + l.Window.Truncate(time.Microsecond).String()
 }
 
+// sameWindow reports whether l and o name the same window of a bucket (and
+// so the same keys), whatever their units; like windowKey, without
+// building a string.
+func (l Limit) sameWindow(o Limit) bool {
+	if l.Calendar != o.Calendar {
+		return false
+	}
+	if l.Calendar {
+		return l.Location.String() == o.Location.String()
+	}
+	return l.Window.Truncate(time.Microsecond) == o.Window.Truncate(time.Microsecond)
+}
+
 // A Charge asks for Cost units of one bucket of a scope, checked against
 // every limit in Limits. A decision may carry several charges, on several
 // buckets; all are admitted together or not at all.

@@ -27,7 +27,7 @@ func (l *Limiter) Pause(ctx context.Context, scope, bucket string, d time.Durati
 	if d <= 0 {
 		return invalid("pause "+d.String(), "duration must be positive")
 	}
-	_, clockArg := l.now()
+	_, clockArg := l.clockArg()
 	key := pauseKey(l.scopeKey(scope), bucket)
 	err := pauseScript.Run(ctx, l.client, []string{key}, clockArg, d.Microseconds()).Err()
 	if err != nil {

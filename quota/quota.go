@@ -206,12 +206,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 			}
 		}
 	}
-	clockArg := ""
-	var now time.Time // the caller's time, for calendar days; read when needed
-	if l.clock != nil {
-		now = l.clock()
-		clockArg = strconv.FormatInt(now.UnixMicro(), 10)
-	}
+	now, clockArg := l.clockArg()
 	seq := l.seq.Add(1)
 
 	// KEYS: meta and sum per window, the pause of each bucket, the scope's
@@ -236,10 +231,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 			windowLogs = append(windowLogs, w.log)
 			args = append(args, c.Cost, w.units, w.length)
 			if lim.Calendar {
-				if now.IsZero() {
-					now = time.Now()
-				}
-				args = append(args, l.calendar.get(now, lim.Location)...)
+				args = l.appendMidnights(args, &now, lim.Location)
 			}
 			scopePause = w.scopePause
 		}
@@ -275,13 +267,13 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 // duplicateWindow reports whether the j-th limit of the i-th charge names a
 // bucket window that an earlier one already named.
 func duplicateWindow(charges []Charge, i, j int) bool {
-	c, key := charges[i], charges[i].Limits[j].windowKey()
+	c, w := charges[i], charges[i].Limits[j]
 	for k := 0; k <= i; k++ {
 		if charges[k].Bucket != c.Bucket {
 			continue
 		}
 		for m, lim := range charges[k].Limits {
-			if (k < i || m < j) && lim.windowKey() == key {
+			if (k < i || m < j) && lim.sameWindow(w) {
 				return true
 			}
 		}

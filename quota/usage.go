@@ -51,10 +51,10 @@ func (l *Limiter) Usage(ctx context.Context, scope, bucket string, limit Limit) 
 		return Usage{}, err
 	}
 	w := l.window(scope, bucket, limit)
-	now, clockArg := l.now()
+	now, clockArg := l.clockArg()
 	args := []any{clockArg, w.length}
 	if limit.Calendar {
-		args = append(args, l.calendar.get(now, limit.Location)...)
+		args = l.appendMidnights(args, &now, limit.Location)
 	}
 	keys := []string{w.log, w.meta, w.sum, w.pause, w.scopePause}
 	v, err := usageScript.Run(ctx, l.client, keys, args...).Int64Slice()
@@ -87,13 +87,23 @@ func instant(us int64) time.Time {
 	return time.UnixMicro(us)
 }
 
-// now returns the local estimate of the decision's instant, and the clock
-// argument for a script: the caller's clock in µs when WithClock was
-// given, or "" to let Redis use its own.
-func (l *Limiter) now() (time.Time, string) {
+// clockArg returns, when WithClock was given, the caller's instant and the
+// scripts' clock argument (µs); otherwise the zero time and "", which lets
+// Redis use its own clock.
+func (l *Limiter) clockArg() (time.Time, string) {
 	if l.clock != nil {
 		t := l.clock()
 		return t, strconv.FormatInt(t.UnixMicro(), 10)
 	}
-	return time.Now(), ""
+	return time.Time{}, ""
+}
+
+// appendMidnights appends the midnights of a calendar limit's zone around
+// *now, reading the local clock into *now when it is still unset: only
+// calendar limits need a local time.
+func (l *Limiter) appendMidnights(args []any, now *time.Time, loc *time.Location) []any {
+	if now.IsZero() {
+		*now = time.Now()
+	}
+	return append(args, l.calendar.get(*now, loc)...)
 }
