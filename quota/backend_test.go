@@ -78,6 +78,7 @@ var suite = []struct {
 	{"ExactWithLeases", testExactWithLeases},
 	{"InvalidInputWritesNothing", testInvalidWritesNothing},
 	{"HostileNames", testHostileNames},
+	{"FastPathAgreesWithGeneral", testFastPathAgrees},
 }
 
 func runSuite(t *testing.T, b *backend) {

@@ -32,34 +32,38 @@ func midnights(t time.Time, loc *time.Location) []time.Time {
 	return out
 }
 
-// calendarArgs caches, per location, the script arguments for the day that
+// calendarArgs caches, per location, the script argument for the day that
 // holds the current time, so a decision does not recompute midnights.
 type calendarArgs struct {
 	mu    sync.Mutex
-	byLoc map[*time.Location]dayArgs
+	byLoc map[*time.Location]daySpan
 }
 
-type dayArgs struct {
-	from, to time.Time // the day these arguments were computed for
-	args     []any     // count, then the midnights in µs as strings
+type daySpan struct {
+	from, to time.Time // the day the span was computed for
+	span     any       // the midnights in µs, joined by commas: a boxed string
 }
 
-// get returns the count and midnights around t in loc, as script arguments.
-func (c *calendarArgs) get(t time.Time, loc *time.Location) []any {
+// get returns the midnights around t in loc as one script argument, the
+// span that log.lua's limit() reads for a calendar day.
+func (c *calendarArgs) get(t time.Time, loc *time.Location) any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d, ok := c.byLoc[loc]; ok && !t.Before(d.from) && t.Before(d.to) {
-		return d.args
+		return d.span
 	}
 	days := midnights(t, loc)
-	args := make([]any, 0, len(days)+1)
-	args = append(args, strconv.Itoa(len(days)))
-	for _, m := range days {
-		args = append(args, strconv.FormatInt(m.UnixMicro(), 10))
+	var b []byte
+	for i, m := range days {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, m.UnixMicro(), 10)
 	}
 	if c.byLoc == nil {
-		c.byLoc = make(map[*time.Location]dayArgs)
+		c.byLoc = make(map[*time.Location]daySpan)
 	}
-	c.byLoc[loc] = dayArgs{from: days[daysBefore], to: days[daysBefore+1], args: args}
-	return args
+	d := daySpan{from: days[daysBefore], to: days[daysBefore+1], span: string(b)}
+	c.byLoc[loc] = d
+	return d.span
 }

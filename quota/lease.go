@@ -67,7 +67,7 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 			return nil, invalid("lease", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
 		}
 	}
-	ls := &Lease{lim: l, scope: scope, charge: c, id: l.idPrefix.(string) + "L" + strconv.FormatUint(l.seq.Add(1), 36)}
+	ls := &Lease{lim: l, scope: scope, charge: c, id: l.idPrefix + "L" + strconv.FormatUint(l.seq.Add(1), 36)}
 	start := time.Now()
 	v, err := l.runLease(ctx, ls, "take", c.Cost, d)
 	if err != nil {
@@ -92,16 +92,13 @@ func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int6
 	c := ls.charge
 	keys := make([]string, 0, 3*len(c.Limits)+2)
 	logs := make([]string, 0, len(c.Limits))
-	args := []any{clockArg, op, ls.id, units, d.Microseconds(), len(c.Limits)}
+	args := []any{clockArg, op, ls.id, units, d.Microseconds()}
 	var w *window
 	for _, lim := range c.Limits {
 		w = l.window(ls.scope, c.Bucket, lim)
 		keys = append(keys, w.meta, w.sum)
 		logs = append(logs, w.log)
-		args = append(args, w.units, w.length)
-		if lim.Calendar {
-			args = l.appendMidnights(args, &now, lim.Location)
-		}
+		args = append(args, w.units, l.span(w, lim, &now))
 	}
 	keys = append(keys, w.pause, w.scopePause)
 	keys = append(keys, logs...)

@@ -10,21 +10,19 @@
 -- KEYS: meta and sum per window, the bucket's pause, the scope's pause,
 --       then the logs (reserve.lua's order)
 -- ARGV: clock, op ('take' or 'end'), id, units (asked, or spent for
---       'end'), duration µs, n, then per window: limit units, window (see
+--       'end'), duration µs, then per window: limit units, span (see
 --       limit())
 -- Reply: take: {granted (0: refused), now, end, or when refused the
 --        instant it might fit}; end: {1}
 
 local now = clock(ARGV[1])
-local op, id, units, duration, n = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local op, id, units, duration = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local n = (#ARGV - 5) / 2
 local nread = #KEYS - n
 local limits = {}
-local a = 7
 for i = 1, n do
-  local max = tonumber(ARGV[a])
-  local L
-  L, a = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], a + 1)
-  L.units = max
+  local L = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 5])
+  L.units = tonumber(ARGV[2 * i + 4])
   limits[i] = L
 end
 local read = redis.call('MGET', unpack(KEYS, 1, nread))

@@ -6,8 +6,9 @@
 -- "<µs>:<cost>:<id>" entries oldest first, one per admitted call whatever
 -- its cost; its sum, an integer, the units counted; and a meta string
 -- "<until>:<head>:<exp>" followed by ";<id>=<end>:<units>" per lease:
--- until when fast.lua may decide on this window alone, the instant of the
--- oldest entry, the instant the keys expire, and the leases (lease.lua).
+-- until when fast.lua may decide on this window alone (16 digits, zero
+-- padded: fast.lua compares it as text), the instant of the oldest entry,
+-- the instant the keys expire, and the leases (lease.lua).
 -- A lease counts in the sum from the moment it is taken, and leaves the
 -- window as an entry dated at its end would: the units a process spends
 -- from it at any instant of its life stay counted a full window after that
@@ -47,15 +48,15 @@ local function clock(arg)
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- Read a limit's window from ARGV starting at index a: its length in µs,
--- and for a calendar day (length 0) the count of midnights and the
--- midnights. Returns the limit and the index after it.
-local function limit(log, meta, sumkey, a)
-  local L = {log = log, meta = meta, sumkey = sumkey, window = tonumber(ARGV[a]), bounds = {}}
-  if L.window > 0 then return L, a + 1 end
-  local nb = tonumber(ARGV[a + 1])
-  for j = 1, nb do L.bounds[j] = tonumber(ARGV[a + 1 + j]) end
-  return L, a + 2 + nb
+-- A limit of the window named by span: its length in µs, or for a calendar
+-- day the midnights around the caller's clock, ascending and joined by
+-- commas.
+local function limit(log, meta, sumkey, span)
+  local L = {log = log, meta = meta, sumkey = sumkey, window = tonumber(span), bounds = {}}
+  if L.window then return L end
+  L.window = 0
+  for b in string.gmatch(span, '%d+') do L.bounds[#L.bounds + 1] = tonumber(b) end
+  return L
 end
 
 -- The calendar day holding instant t: its start and end, or nil when t lies
@@ -101,7 +102,7 @@ end
 -- written back.
 local function load(L, m, s)
   L.leases, L.leased = {}, 0
-  if m and s then
+  if m and s and tonumber(s) then
     local hd, ex, rest = string.match(m, '^%d+:(%d+):(%d+)(.*)$')
     if hd then
       L.sum, L.head, L.exp, L.tail = tonumber(s), tonumber(hd), tonumber(ex), 0
@@ -266,7 +267,7 @@ local function save(L, now)
       till = math.min(finish or now, L.exp - 1000000)
     end
   end
-  local parts = {string.format('%d:%d:%d', till, L.head, L.exp)}
+  local parts = {string.format('%016d:%d:%d', till, L.head, L.exp)}
   for _, x in ipairs(L.leases) do
     parts[#parts + 1] = string.format(';%s=%d:%d', x.id, x.e, x.u)
   end

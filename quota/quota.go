@@ -52,7 +52,7 @@ type Limiter struct {
 	client   redis.UniversalClient
 	prefix   string
 	clock    func() time.Time // nil: the Redis server's clock
-	idPrefix any              // makes entry ids unique across limiters (a boxed string)
+	idPrefix string           // makes entry ids unique across limiters
 	seq      atomic.Uint64    // makes them unique within this one
 	prepared prepared
 	calendar calendarArgs
@@ -210,14 +210,13 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	seq := l.seq.Add(1)
 
 	// KEYS: meta and sum per window, the pause of each bucket, the scope's
-	// pause, then the log per window. ARGV: clock, maxwait, id prefix, id
-	// seq, n, then per window: cost, units, window µs, and for a calendar
-	// day its midnights.
+	// pause, then the log per window. ARGV: clock, maxwait, entry id, then
+	// per window: cost, room (units less cost), span.
 	keys := make([]string, 0, 3*n+len(charges)+1)
 	var logs [4]string // the windows' logs; more windows spill to the heap
 	windowLogs := logs[:0]
-	args := make([]any, 0, 5+3*n+daysBefore+daysAfter+2)
-	args = append(args, clockArg, maxWait, l.idPrefix, seq, n)
+	args := make([]any, 0, 3+3*n)
+	args = append(args, clockArg, maxWait, l.entryID(seq))
 	var scopePause string
 	var pauses [4]string // the buckets' pause keys; more charges spill to the heap
 	bucketPauses := pauses[:0]
@@ -229,10 +228,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 			}
 			keys = append(keys, w.meta, w.sum)
 			windowLogs = append(windowLogs, w.log)
-			args = append(args, c.Cost, w.units, w.length)
-			if lim.Calendar {
-				args = l.appendMidnights(args, &now, lim.Location)
-			}
+			args = append(args, c.Cost, lim.Units-c.Cost, l.span(w, lim, &now))
 			scopePause = w.scopePause
 		}
 	}
@@ -240,28 +236,28 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	keys = append(keys, scopePause)
 	keys = append(keys, windowLogs...)
 
-	reply, err := reserveScript.Run(ctx, l.client, keys, args...).Slice()
+	reply, err := reserveScript.Run(ctx, l.client, keys, args...).Result()
 	if err != nil {
 		return nil, redisError(ctx, "reserve", err)
 	}
-	var v [5]int64
-	if len(reply) != len(v) {
-		return nil, &RedisError{Op: "reserve", Err: errReply(reply)}
+	r := &Reservation{lim: l, scope: scope, charges: charges, seq: seq}
+	if fast, ok := reply.(string); ok {
+		err = r.readFast(fast)
+	} else {
+		err = r.readDecision(reply)
 	}
-	for i, x := range reply {
-		var ok bool
-		if v[i], ok = x.(int64); !ok {
-			return nil, &RedisError{Op: "reserve", Err: errReply(reply)}
-		}
-	}
-	r := &Reservation{
-		lim: l, scope: scope, charges: charges, seq: seq,
-		ok: v[0] == 1, now: v[1], at: v[2], remaining: v[3], by: v[4],
+	if err != nil {
+		return nil, &RedisError{Op: "reserve", Err: err}
 	}
 	if r.ok && r.at > r.now {
 		r.decided = time.Now() // a hold: Wait sleeps from here
 	}
 	return r, nil
+}
+
+// entryID is the id of the log entries of the seq-th reservation.
+func (l *Limiter) entryID(seq uint64) string {
+	return l.idPrefix + strconv.FormatUint(seq, 36)
 }
 
 // duplicateWindow reports whether the j-th limit of the i-th charge names a

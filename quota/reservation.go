@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,9 +85,9 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 		return nil
 	}
 	r.cancelOnce.Do(func() {
-		// The entries as reserve.lua wrote them: "<at>:<cost>:<prefix><seq>".
+		// The entries as reserve.lua wrote them: "<at>:<cost>:<id>".
 		l := r.lim
-		id := l.idPrefix.(string) + strconv.FormatUint(r.seq, 10)
+		id := l.entryID(r.seq)
 		var keys []string
 		var args []any
 		for _, c := range r.charges {
@@ -160,6 +161,46 @@ func (r *Reservation) Constraint() (Constraint, bool) {
 		return Constraint{Paused: true}, true // the scope's own pause
 	}
 	return Constraint{}, false
+}
+
+// readFast reads fast.lua's reply, "<now>:<sum_1>:...:<sum_n>": admitted at
+// now, with each window's sum as it was before this call.
+func (r *Reservation) readFast(reply string) error {
+	field, rest, _ := strings.Cut(reply, ":")
+	now, err := strconv.ParseInt(field, 10, 64)
+	if err != nil {
+		return errReply(reply)
+	}
+	r.ok, r.now, r.at, r.remaining = true, now, now, MaxUnits
+	for _, c := range r.charges {
+		for _, lim := range c.Limits {
+			field, rest, _ = strings.Cut(rest, ":")
+			sum, err := strconv.ParseInt(field, 10, 64)
+			if err != nil {
+				return errReply(reply)
+			}
+			r.remaining = min(r.remaining, lim.Units-c.Cost-sum)
+		}
+	}
+	r.remaining = max(r.remaining, 0)
+	return nil
+}
+
+// readDecision reads reserve.lua's reply, {admitted, now, at, remaining, by}.
+func (r *Reservation) readDecision(reply any) error {
+	var v [5]int64
+	list, _ := reply.([]any)
+	if len(list) != len(v) {
+		return errReply(reply)
+	}
+	for i, x := range list {
+		var ok bool
+		if v[i], ok = x.(int64); !ok {
+			return errReply(reply)
+		}
+	}
+	r.ok, r.now, r.at, r.remaining, r.by = v[0] == 1, v[1], v[2], v[3], v[4]
+	return nil
 }
 
 // errReply describes a reply of the wrong shape.

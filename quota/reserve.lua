@@ -10,11 +10,10 @@
 --       maxwait  how far in µs the admission instant may lie after now;
 --                -1 for no bound, 0 for an immediate decision, -2 to
 --                record without checking the limits (units already spent)
---       prefix, seq  together, a unique suffix for the entries written
---       n        number of limits
---       then per limit: cost, units, window (see limit())
+--       id       a unique suffix for the entries written
+--       then per limit: cost, room (its units less cost), span (see limit())
 --
--- Reply: {admitted (1 or 0), now, at, remaining, by}
+-- Reply: {admitted (1 or 0), now, at, remaining, by}, or fast.lua's string
 --   at: the admission instant when admitted; when refused, the earliest
 --   instant the cost would fit given what is recorded.
 --   remaining: the least room left among the limits at now (a lower bound
@@ -29,15 +28,13 @@
 -- MGET (every meta and sum, and the pauses), RPUSH and INCRBY per limit.
 
 local maxwait = tonumber(ARGV[2])
-local id = ARGV[3] .. ARGV[4]
+local id = ARGV[3]
 
 local limits = {}
-local a = 6
 for i = 1, n do
-  local cost, units = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-  local L
-  L, a = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], a + 2)
-  L.cost, L.units = cost, units
+  local L = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], ARGV[3 * i + 3])
+  L.cost = tonumber(ARGV[3 * i + 1])
+  L.units = tonumber(ARGV[3 * i + 2]) + L.cost
   limits[i] = L
 end
 

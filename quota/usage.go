@@ -52,10 +52,7 @@ func (l *Limiter) Usage(ctx context.Context, scope, bucket string, limit Limit) 
 	}
 	w := l.window(scope, bucket, limit)
 	now, clockArg := l.clockArg()
-	args := []any{clockArg, w.length}
-	if limit.Calendar {
-		args = l.appendMidnights(args, &now, limit.Location)
-	}
+	args := []any{clockArg, l.span(w, limit, &now)}
 	keys := []string{w.log, w.meta, w.sum, w.pause, w.scopePause}
 	v, err := usageScript.Run(ctx, l.client, keys, args...).Int64Slice()
 	if err != nil {
@@ -98,12 +95,16 @@ func (l *Limiter) clockArg() (time.Time, string) {
 	return time.Time{}, ""
 }
 
-// appendMidnights appends the midnights of a calendar limit's zone around
-// *now, reading the local clock into *now when it is still unset: only
-// calendar limits need a local time.
-func (l *Limiter) appendMidnights(args []any, now *time.Time, loc *time.Location) []any {
+// span returns the script argument naming a window's extent: its length in
+// µs for a sliding window, or the midnights of its zone around *now for a
+// calendar day, reading the local clock into *now when it is still unset:
+// only calendar limits need a local time.
+func (l *Limiter) span(w *window, lim Limit, now *time.Time) any {
+	if !lim.Calendar {
+		return w.length
+	}
 	if now.IsZero() {
 		*now = time.Now()
 	}
-	return append(args, l.calendar.get(*now, loc)...)
+	return l.calendar.get(*now, lim.Location)
 }

@@ -2,7 +2,7 @@
 -- spent at now.
 --
 -- KEYS: log, meta, sum, the bucket's pause, the scope's pause
--- ARGV: clock, window (see limit())
+-- ARGV: clock, span (see limit())
 --
 -- Reply: {now, used, held, nextfree, reset, resume}
 --   used:     units counted at now, holds dated after now included
@@ -13,7 +13,7 @@
 --   resume:   when the latest pause of the bucket or scope ends (0: none)
 
 local now = clock(ARGV[1])
-local L = limit(KEYS[1], KEYS[2], KEYS[3], 2)
+local L = limit(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
 local c = cut(L, now)
 if not c then
   return redis.error_reply('ERR tollgate: clock outside the calendar days sent')
