@@ -98,22 +98,29 @@ func BenchmarkDecisions(b *testing.B) {
 			})
 		})
 	}
-	for _, cost := range []int64{1, 100} {
-		b.Run("tollgate/cost="+strconv.FormatInt(cost, 10), func(b *testing.B) {
-			c := quota.Charge{Bucket: "pool", Cost: cost, Limits: []quota.Limit{never(time.Second)}}
+	// tollgate as it ships, concurrent decisions sharing pipelines, and with
+	// one round trip per decision as redis_rate makes.
+	for _, v := range []struct {
+		name string
+		lim  *quota.Limiter
+	}{{"tollgate", lim}, {"tollgate-unpipelined", quota.New(rdb, quota.WithPipelines(0))}} {
+		for _, cost := range []int64{1, 100} {
+			b.Run(v.name+"/cost="+strconv.FormatInt(cost, 10), func(b *testing.B) {
+				c := quota.Charge{Bucket: "pool", Cost: cost, Limits: []quota.Limit{never(time.Second)}}
+				parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
+					_, err := v.lim.Allow(ctx, "hot", c)
+					return err
+				})
+			})
+		}
+		b.Run(v.name+"/two-limits", func(b *testing.B) {
+			c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{quota.PerDay(quota.MaxUnits, pacific), never(time.Hour)}}
 			parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
-				_, err := lim.Allow(ctx, "hot", c)
+				_, err := v.lim.Allow(ctx, "two", c)
 				return err
 			})
 		})
 	}
-	b.Run("tollgate/two-limits", func(b *testing.B) {
-		c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{quota.PerDay(quota.MaxUnits, pacific), never(time.Hour)}}
-		parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
-			_, err := lim.Allow(ctx, "two", c)
-			return err
-		})
-	})
 	b.Run("tollgate/10000-scopes", func(b *testing.B) {
 		c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{never(time.Second)}}
 		scopes := make([]string, 10000)

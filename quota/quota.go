@@ -21,7 +21,10 @@
 // Limits are sliding windows ([PerWindow]) or calendar days that reset at
 // local midnight ([PerDay]). Every key carries a TTL, so idle scopes vanish.
 //
-// A Limiter is safe for concurrent use by multiple goroutines.
+// A Limiter is safe for concurrent use by multiple goroutines. Decisions
+// made at the same moment by many goroutines share round trips: they leave
+// together in one pipeline while earlier ones are in flight (see
+// [WithPipelines]), and each is still decided on its own, in arrival order.
 package quota
 
 import (
@@ -55,6 +58,7 @@ type Limiter struct {
 	idPrefix string           // makes entry ids unique across limiters
 	seq      atomic.Uint64    // makes them unique within this one
 	prepared prepared
+	batch    batcher
 	calendar calendarArgs
 	closed   atomic.Bool
 	onClose  func() error // releases what NewEmbedded started
@@ -89,6 +93,7 @@ func New(client redis.UniversalClient, opts ...Option) *Limiter {
 		client:   client,
 		prefix:   DefaultPrefix,
 		idPrefix: strconv.FormatUint(rand.Uint64()>>16, 36) + ".",
+		batch:    batcher{pipelines: DefaultPipelines},
 	}
 	for _, o := range opts {
 		o(l)
@@ -236,11 +241,35 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	keys = append(keys, scopePause)
 	keys = append(keys, windowLogs...)
 
-	reply, err := reserveScript.Run(ctx, l.client, keys, args...).Result()
+	reply, late, err := l.runReserve(ctx, keys, args)
+	if late != nil {
+		// The caller gave up while the decision was on its way: give back
+		// what it may admit, so that no units go to a call never made.
+		go func() {
+			<-late.done
+			if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
+				_ = r.Cancel(context.Background())
+			}
+		}()
+	}
 	if err != nil {
 		return nil, redisError(ctx, "reserve", err)
 	}
+	r, err := l.reservation(scope, charges, seq, reply)
+	if err != nil {
+		return nil, err
+	}
+	if r.ok && r.at > r.now {
+		r.decided = time.Now() // a hold: Wait sleeps from here
+	}
+	return r, nil
+}
+
+// reservation reads the reserve script's reply: fast.lua's string or
+// reserve.lua's list.
+func (l *Limiter) reservation(scope string, charges []Charge, seq uint64, reply any) (*Reservation, error) {
 	r := &Reservation{lim: l, scope: scope, charges: charges, seq: seq}
+	var err error
 	if fast, ok := reply.(string); ok {
 		err = r.readFast(fast)
 	} else {
@@ -248,9 +277,6 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	}
 	if err != nil {
 		return nil, &RedisError{Op: "reserve", Err: err}
-	}
-	if r.ok && r.at > r.now {
-		r.decided = time.Now() // a hold: Wait sleeps from here
 	}
 	return r, nil
 }

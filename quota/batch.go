@@ -1,0 +1,167 @@
+package quota
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Decisions from concurrent callers share round trips. A decision costs
+// Redis a few microseconds of script, and as much again of reading a
+// request and writing a reply; sent together in one pipeline, many
+// decisions share one read and one write on each side. A caller that finds
+// fewer than the limiter's pipelines in flight sends at once, with whatever
+// else is waiting: a lone caller never waits for company. Only when every
+// pipeline is in flight do decisions queue, to leave together in the next.
+// Redis still runs each decision's script on its own, in arrival order.
+//
+// A caller's context bounds its wait either way. A decision that leaves the
+// queue unsent was never made; one already sent is made, and the units it
+// admits are given back when its answer arrives.
+
+// DefaultPipelines is how many pipelines of decisions a limiter keeps in
+// flight at most, unless WithPipelines says otherwise.
+const DefaultPipelines = 4
+
+// maxBatch bounds the decisions in one pipeline, so that one reply does not
+// grow without bound.
+const maxBatch = 128
+
+// WithPipelines sets how many pipelines of decisions may be in flight at
+// once; decisions that arrive while all are in flight leave together in the
+// next. 0 sends every decision in a round trip of its own.
+func WithPipelines(n int) Option {
+	return func(l *Limiter) { l.batch.pipelines = max(n, 0) }
+}
+
+// decision is one reserve script call on its way through a batch.
+type decision struct {
+	keys  []string
+	args  []any
+	reply any
+	err   error
+	sent  bool          // taken into a pipeline; guarded by batcher.mu
+	done  chan struct{} // closed when reply and err are set
+}
+
+// batcher queues decisions while every pipeline is in flight.
+type batcher struct {
+	pipelines int // the most in flight; 0: no batching
+
+	mu       sync.Mutex
+	inFlight int
+	queue    []*decision
+}
+
+// runReserve runs the reserve script for keys and args, in a pipeline with
+// the decisions of concurrent callers when batching is on. When ctx ends
+// first, a decision still queued leaves the queue unsent; one already on
+// its way is returned as late, for the caller to undo once it is answered.
+func (l *Limiter) runReserve(ctx context.Context, keys []string, args []any) (reply any, late *decision, err error) {
+	b := &l.batch
+	if b.pipelines == 0 {
+		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
+		return reply, nil, err
+	}
+	d := &decision{keys: keys, args: args, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, d)
+	if b.inFlight < b.pipelines {
+		b.inFlight++
+		batch := b.take()
+		b.mu.Unlock()
+		if len(batch) == 1 {
+			// Alone: the caller's own context bounds the call, as it would
+			// without batching.
+			d.reply, d.err = reserveScript.Run(ctx, l.client, keys, args...).Result()
+			close(d.done)
+			l.sendQueued(ctx)
+			return d.reply, nil, d.err
+		}
+		go l.send(ctx, batch)
+	} else {
+		b.mu.Unlock()
+	}
+
+	select {
+	case <-d.done:
+		return d.reply, nil, d.err
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if d.sent {
+		return nil, d, ctx.Err()
+	}
+	for i, q := range b.queue {
+		if q == d {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			break
+		}
+	}
+	return nil, nil, ctx.Err()
+}
+
+// take removes up to maxBatch decisions from the queue, marking them sent.
+// The caller holds b.mu.
+func (b *batcher) take() []*decision {
+	n := min(len(b.queue), maxBatch)
+	batch := make([]*decision, n)
+	copy(batch, b.queue)
+	for _, d := range batch {
+		d.sent = true
+	}
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	return batch
+}
+
+// send runs batches in one pipeline each, hands every decision its answer,
+// and goes on with the decisions that queued meanwhile, until none wait.
+// It runs on a goroutine of its own, so that each caller waits for its own
+// answer or its own context, whichever comes first.
+func (l *Limiter) send(ctx context.Context, batch []*decision) {
+	// The batch carries many callers' decisions: the one whose context it
+	// borrows must not cut the others short. The client's timeouts bound it.
+	ctx = context.WithoutCancel(ctx)
+	for batch != nil {
+		pipe := l.client.Pipeline()
+		cmds := make([]*redis.Cmd, len(batch))
+		for i, d := range batch {
+			cmds[i] = reserveScript.EvalSha(ctx, pipe, d.keys, d.args...)
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+		for i, d := range batch {
+			d.reply, d.err = cmds[i].Result()
+			if d.err != nil && redis.HasErrorPrefix(d.err, "NOSCRIPT") {
+				// The script cache was emptied (a restart, a failover, SCRIPT
+				// FLUSH): Run sends the source, which loads it again.
+				d.reply, d.err = reserveScript.Run(ctx, l.client, d.keys, d.args...).Result()
+			}
+			close(d.done)
+		}
+		batch = l.batch.next()
+	}
+}
+
+// sendQueued sends what queued while a lone decision was in flight, or
+// frees its pipeline when nothing did.
+func (l *Limiter) sendQueued(ctx context.Context) {
+	if batch := l.batch.next(); batch != nil {
+		go l.send(ctx, batch)
+	}
+}
+
+// next takes the next batch for a pipeline that has finished, or frees the
+// pipeline and returns nil when nothing waits.
+func (b *batcher) next() []*decision {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.inFlight--
+		return nil
+	}
+	return b.take()
+}
