@@ -14,7 +14,10 @@ import (
 // fewer than the limiter's pipelines in flight sends at once, with whatever
 // else is waiting: a lone caller never waits for company. Only when every
 // pipeline is in flight do decisions queue, to leave together in the next.
-// Redis still runs each decision's script on its own, in arrival order.
+// Redis still runs each decision's script on its own, in arrival order:
+// a decision remains one EVALSHA that reads and writes atomically, and a
+// pipeline only carries several such decisions in one write, never one
+// decision's read and write apart.
 //
 // A caller's context bounds its wait either way. A decision that leaves the
 // queue unsent was never made; one already sent is made, and the units it
