@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -67,25 +68,20 @@ func (l *Limiter) runReserve(ctx context.Context, keys []string, args []any) (re
 		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
 		return reply, nil, err
 	}
-	d := &decision{keys: keys, args: args, done: make(chan struct{})}
 	b.mu.Lock()
-	b.queue = append(b.queue, d)
 	if b.inFlight < b.pipelines {
+		// A pipeline is free, so nothing is queued (a finished pipeline
+		// takes the queue with it): send alone, bounded by the caller's own
+		// context as it would be without batching.
 		b.inFlight++
-		batch := b.take()
 		b.mu.Unlock()
-		if len(batch) == 1 {
-			// Alone: the caller's own context bounds the call, as it would
-			// without batching.
-			d.reply, d.err = reserveScript.Run(ctx, l.client, keys, args...).Result()
-			close(d.done)
-			l.sendQueued(ctx)
-			return d.reply, nil, d.err
-		}
-		go l.send(ctx, batch)
-	} else {
-		b.mu.Unlock()
+		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
+		l.sendQueued(ctx)
+		return reply, nil, err
 	}
+	d := &decision{keys: keys, args: args, done: make(chan struct{})}
+	b.queue = append(b.queue, d)
+	b.mu.Unlock()
 
 	select {
 	case <-d.done:
@@ -97,11 +93,8 @@ func (l *Limiter) runReserve(ctx context.Context, keys []string, args []any) (re
 	if d.sent {
 		return nil, d, ctx.Err()
 	}
-	for i, q := range b.queue {
-		if q == d {
-			b.queue = append(b.queue[:i], b.queue[i+1:]...)
-			break
-		}
+	if i := slices.Index(b.queue, d); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
 	}
 	return nil, nil, ctx.Err()
 }
