@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate/tollgate/quota"
@@ -131,4 +133,34 @@ func ExampleCostError() {
 	// Output:
 	// true
 	// quota: cost 1600 for bucket "pool" exceeds limit 1000/1h0m0s
+}
+
+func ExampleWithPipelines() {
+	ctx := context.Background()
+	// Two pipelines in flight at most: the calls that arrive meanwhile share
+	// the next round trip. WithPipelines(0) would give each its own.
+	lim, err := quota.NewEmbedded(quota.WithClock(fixedClock), quota.WithPipelines(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lim.Close()
+
+	perMinute := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{quota.PerWindow(30, time.Minute)}}
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			r, err := lim.Allow(ctx, "project-a", perMinute)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if r.OK() {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Println("admitted", admitted.Load(), "of 50")
+	// Output:
+	// admitted 30 of 50
 }
