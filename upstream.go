@@ -48,22 +48,31 @@ func DefaultUpstream(resp *http.Response, _ costs.Endpoint) Verdict {
 	return Verdict{Spent: true, Pause: max(d, time.Second)}
 }
 
+// maxRetryAfter is the longest Retry-After taken at its word: a longer one,
+// in seconds or as a date, is a broken or hostile header, and pausing a
+// quota for years on its say-so would stop every worker.
+const maxRetryAfter = 365 * 24 * time.Hour
+
 // ParseRetryAfter reads a Retry-After header, in seconds or as an HTTP
 // date, as a duration from now. It reports false for an empty or unusable
-// value.
+// value, and for one more than a year ahead.
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false
 	}
 	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 || secs > int64(365*24*time.Hour/time.Second) {
+		if secs < 0 || secs > int64(maxRetryAfter/time.Second) {
 			return 0, false
 		}
 		return time.Duration(secs) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
+		d := max(t.Sub(now), 0)
+		if d > maxRetryAfter {
+			return 0, false
+		}
+		return d, true
 	}
 	return 0, false
 }

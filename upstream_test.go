@@ -140,6 +140,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{"-5", 0, false},
 		{"soon", 0, false},
 		{"99999999999999", 0, false},
+		{"Wed, 01 Oct 2070 00:00:00 GMT", 0, false}, // decades ahead
+		{"Sat, 02 Jan 2027 03:04:05 GMT", 365 * 24 * time.Hour, true},
 	}
 	for _, c := range cases {
 		got, ok := tollgate.ParseRetryAfter(c.in, now)
