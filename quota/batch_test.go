@@ -13,51 +13,15 @@ import (
 	"github.com/tollgate/tollgate/internal/redistest"
 )
 
-// pipelineSizes is a go-redis hook that records how many reserve decisions
-// each pipeline carried.
-type pipelineSizes struct {
-	mu    sync.Mutex
-	sizes []int
-}
-
-func (p *pipelineSizes) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (p *pipelineSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (p *pipelineSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		n := 0
-		for _, c := range cmds {
-			if args := c.Args(); len(args) > 1 && args[1] == reserveScript.Hash() {
-				n++
-			}
-		}
-		p.mu.Lock()
-		p.sizes = append(p.sizes, n)
-		p.mu.Unlock()
-		return next(ctx, cmds)
-	}
-}
-
-// largest returns the most decisions any pipeline carried.
-func (p *pipelineSizes) largest() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	most := 0
-	for _, n := range p.sizes {
-		most = max(most, n)
-	}
-	return most
-}
-
 // slowRedis starts a redis-server behind a proxy that delays each way, and
-// a client through the proxy that records pipeline sizes.
-func slowRedis(t *testing.T, delay time.Duration) (*redis.Client, *redistest.Proxy, *pipelineSizes) {
+// a client through the proxy that watches its decisions.
+func slowRedis(t *testing.T, delay time.Duration) (*redis.Client, *redistest.Proxy, *decisionWatch) {
 	t.Helper()
 	s := redistest.Start(t)
 	p := redistest.NewProxy(t, s.Addr, delay)
 	c := redis.NewClient(&redis.Options{Addr: p.Addr, PoolSize: 64})
 	t.Cleanup(func() { c.Close() })
-	sizes := &pipelineSizes{}
+	sizes := &decisionWatch{}
 	c.AddHook(sizes)
 	return c, p, sizes
 }
@@ -105,55 +69,79 @@ func TestConcurrentDecisionsShareAPipeline(t *testing.T) {
 	}
 }
 
+// cancelRig is a limiter with one pipeline, its script loaded and its
+// connection open, behind a link that then takes 300ms each way: long
+// enough for a test to queue, send and cancel decisions while one is in
+// flight.
+type cancelRig struct {
+	l     *Limiter
+	proxy *redistest.Proxy
+	lim   Limit
+	ch    Charge
+}
+
+func newCancelRig(t *testing.T) *cancelRig {
+	t.Helper()
+	c, proxy, _ := slowRedis(t, 0)
+	r := &cancelRig{l: New(c, WithPipelines(1)), proxy: proxy, lim: PerWindow(10, time.Hour)}
+	r.ch = charge("b", 1, r.lim)
+	mustAllow(t, r.l, "warm-up", r.ch)
+	proxy.SetDelay(300 * time.Millisecond)
+	return r
+}
+
+// allow calls Allow on scope "s" in the background; the channel gets its error.
+func (r *cancelRig) allow(ctx context.Context) chan error {
+	out := make(chan error, 1)
+	go func() {
+		_, err := r.l.Allow(ctx, "s", r.ch)
+		out <- err
+	}()
+	return out
+}
+
+// cancelledFirst checks that the cancelled call returns context.Canceled
+// before the other one returns, then waits for the other to succeed.
+func cancelledFirst(t *testing.T, cancelled, other chan error) {
+	t.Helper()
+	select {
+	case err := <-cancelled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled Allow: %v, want context.Canceled", err)
+		}
+	case err := <-other:
+		t.Fatalf("a decision returned (%v) before the cancelled one saw its cancel", err)
+	}
+	if err := <-other; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestQueuedDecisionLeavesOnCancel: a caller whose context ends while its
 // decision waits for a pipeline gets the context's error at once, and its
 // decision never reaches Redis; the limiter goes on deciding afterwards.
 func TestQueuedDecisionLeavesOnCancel(t *testing.T) {
-	c, proxy, _ := slowRedis(t, 0)
-	l := New(c, WithPipelines(1))
-	lim := PerWindow(10, time.Hour)
-	ch := charge("b", 1, lim)
-	// Connect and load the script first, so that only the decision is slow.
-	mustAllow(t, l, "warm-up", ch)
-	proxy.SetDelay(300 * time.Millisecond)
-
-	first := make(chan error, 1)
-	go func() {
-		_, err := l.Allow(context.Background(), "s", ch)
-		first <- err
-	}()
-	waitFor(t, &l.batch, func(b *batcher) bool { return b.inFlight == 1 && len(b.queue) == 0 })
-
+	r := newCancelRig(t)
+	first := r.allow(context.Background())
+	waitFor(t, &r.l.batch, func(b *batcher) bool { return b.inFlight == 1 && len(b.queue) == 0 })
 	ctx, cancel := context.WithCancel(context.Background())
-	queued := make(chan error, 1)
-	go func() {
-		_, err := l.Allow(ctx, "s", ch)
-		queued <- err
-	}()
-	waitFor(t, &l.batch, func(b *batcher) bool { return len(b.queue) == 1 })
+	queued := r.allow(ctx)
+	waitFor(t, &r.l.batch, func(b *batcher) bool { return len(b.queue) == 1 })
 	cancel()
-	select {
-	case err := <-queued:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("queued Allow after cancel: %v, want context.Canceled", err)
-		}
-	case err := <-first:
-		t.Fatalf("the decision in flight returned (%v) before the queued one saw its cancel", err)
-	}
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	proxy.SetDelay(0)
-	if u := mustUsage(t, l, "s", "b", lim); u.Used != 1 {
+	cancelledFirst(t, queued, first)
+
+	r.proxy.SetDelay(0)
+	if u := mustUsage(t, r.l, "s", "b", r.lim); u.Used != 1 {
 		t.Errorf("Usage.Used = %d, want 1: the cancelled decision reached Redis", u.Used)
 	}
-	if r := mustAllow(t, l, "s", ch); !r.OK() {
+	if res := mustAllow(t, r.l, "s", r.ch); !res.OK() {
 		t.Error("Allow after the cancel was refused")
 	}
-	l.batch.mu.Lock()
-	defer l.batch.mu.Unlock()
-	if l.batch.inFlight != 0 || len(l.batch.queue) != 0 {
-		t.Errorf("batcher left with %d in flight and %d queued, want none", l.batch.inFlight, len(l.batch.queue))
+	b := &r.l.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.inFlight != 0 || len(b.queue) != 0 {
+		t.Errorf("batcher left with %d in flight and %d queued, want none", b.inFlight, len(b.queue))
 	}
 }
 
@@ -197,47 +185,24 @@ func TestWithoutPipelines(t *testing.T) {
 // decision is on its way returns at once; when the answer comes, the units
 // it admitted are given back, since no call will spend them.
 func TestLateDecisionIsGivenBack(t *testing.T) {
-	c, proxy, _ := slowRedis(t, 0)
-	l := New(c, WithPipelines(1))
-	lim := PerWindow(10, time.Hour)
-	ch := charge("b", 1, lim)
-	mustAllow(t, l, "warm-up", ch)
-	proxy.SetDelay(300 * time.Millisecond)
-
-	allow := func(ctx context.Context) chan error {
-		out := make(chan error, 1)
-		go func() {
-			_, err := l.Allow(ctx, "s", ch)
-			out <- err
-		}()
-		return out
-	}
-	first := allow(context.Background())
-	waitFor(t, &l.batch, func(b *batcher) bool { return b.inFlight == 1 })
+	r := newCancelRig(t)
+	first := r.allow(context.Background())
+	waitFor(t, &r.l.batch, func(b *batcher) bool { return b.inFlight == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
-	late := allow(ctx)
-	other := allow(context.Background())
-	waitFor(t, &l.batch, func(b *batcher) bool { return len(b.queue) == 2 })
+	late := r.allow(ctx)
+	other := r.allow(context.Background())
+	waitFor(t, &r.l.batch, func(b *batcher) bool { return len(b.queue) == 2 })
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
 	// The two queued decisions have left together; cancel one of them.
 	cancel()
-	select {
-	case err := <-late:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Allow cancelled on its way: %v, want context.Canceled", err)
-		}
-	case err := <-other:
-		t.Fatalf("the other decision returned (%v) before the cancelled one saw its cancel", err)
-	}
-	if err := <-other; err != nil {
-		t.Fatal(err)
-	}
-	proxy.SetDelay(0)
+	cancelledFirst(t, late, other)
+
+	r.proxy.SetDelay(0)
 	var used int64
 	for range 500 {
-		if used = mustUsage(t, l, "s", "b", lim).Used; used == 2 {
+		if used = mustUsage(t, r.l, "s", "b", r.lim).Used; used == 2 {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

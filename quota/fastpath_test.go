@@ -3,43 +3,15 @@ package quota
 import (
 	"context"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// pathCounter is a go-redis hook that counts the decisions fast.lua took
-// (its reply is a string) and those reserve.lua took (a list).
-type pathCounter struct{ fast, general atomic.Int64 }
-
-func (p *pathCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (p *pathCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (p *pathCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		c, ok := cmd.(*redis.Cmd)
-		if !ok || err != nil || len(c.Args()) < 2 || c.Args()[1] != reserveScript.Hash() {
-			return err
-		}
-		switch c.Val().(type) {
-		case string:
-			p.fast.Add(1)
-		case []any:
-			p.general.Add(1)
-		}
-		return err
-	}
-}
-
 // counted returns a client to the backend's Redis that counts the paths
 // decisions take.
-func (b *backend) counted(t *testing.T) (redis.UniversalClient, *pathCounter) {
+func (b *backend) counted(t *testing.T) (redis.UniversalClient, *decisionWatch) {
 	t.Helper()
 	var c redis.UniversalClient
 	switch bc := b.client.(type) {
@@ -54,7 +26,7 @@ func (b *backend) counted(t *testing.T) (redis.UniversalClient, *pathCounter) {
 		t.Fatalf("unknown client %T", b.client)
 	}
 	t.Cleanup(func() { c.Close() })
-	p := &pathCounter{}
+	p := &decisionWatch{}
 	c.AddHook(p)
 	return c, p
 }
@@ -75,7 +47,7 @@ func testFastPathAgrees(t *testing.T, b *backend) {
 	}
 	var clocks [2]*fakeClock
 	var limiters [2]*Limiter
-	var paths [2]*pathCounter
+	var paths [2]*decisionWatch
 	for i, start := range starts {
 		var c redis.UniversalClient
 		c, paths[i] = b.counted(t)
