@@ -38,6 +38,11 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 		if err := l.Validate(); err != nil {
 			return nil, configErrorf("bucket %q: %v", name, err)
 		}
+		for _, o := range b.Limits[:i] {
+			if sameWindow(l, o) {
+				return nil, configErrorf("bucket %q: limits %v and %v count the same window", name, o, l)
+			}
+		}
 		keep := b.ReserveUnits + int64(math.Ceil(float64(l.Units)*b.ReservePercent/100))
 		if keep >= l.Units {
 			return nil, configErrorf("bucket %q: a reserve of %d leaves nothing of limit %v", name, keep, l)
@@ -48,9 +53,48 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 	return out, nil
 }
 
-// DefaultTransit is the Transit of a Transport that sets none: enough for a
+// sameWindow reports whether two valid limits count the same window, which
+// one bucket may name once.
+func sameWindow(a, b quota.Limit) bool {
+	if a.Calendar || b.Calendar {
+		return a.Calendar && b.Calendar && a.Location.String() == b.Location.String()
+	}
+	return a.Window.Truncate(time.Microsecond) == b.Window.Truncate(time.Microsecond)
+}
+
+// enforced returns the limits tollgate enforces for each bucket a cost
+// table charges: the configured limits less the reserve, sliding windows
+// lengthened by transit. A bucket the table charges must be configured.
+func enforced(charged []string, buckets map[string]Bucket, transit time.Duration) (map[string][]quota.Limit, error) {
+	out := make(map[string][]quota.Limit, len(charged))
+	for _, name := range charged {
+		b, ok := buckets[name]
+		if !ok {
+			return nil, configErrorf("the cost table charges bucket %q, which Config.Buckets does not define", name)
+		}
+		lims, err := b.effective(name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = lengthen(lims, transit)
+	}
+	return out, nil
+}
+
+// DefaultTransit is the Transit of a Config that sets none: enough for a
 // loaded machine to wake a waiting request and send it.
 const DefaultTransit = 50 * time.Millisecond
+
+// transit is the Transit a Config asks for.
+func transit(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultTransit
+	case d < 0:
+		return 0
+	}
+	return d
+}
 
 // lengthen adds d to every sliding window. Requests reach the upstream a
 // little after their admission, by up to d; counting each for d longer keeps
@@ -65,13 +109,17 @@ func lengthen(limits []quota.Limit, d time.Duration) []quota.Limit {
 	return limits
 }
 
-// share returns limits scaled to a share of their units, at least 1 each,
-// for the in-process limiter of the Local outage mode.
-func share(limits []quota.Limit, s float64) []quota.Limit {
-	out := make([]quota.Limit, len(limits))
-	for i, l := range limits {
-		l.Units = max(int64(math.Floor(float64(l.Units)*s)), 1)
-		out[i] = l
+// shareOf returns every bucket's limits scaled to a share of their units,
+// at least 1 each, for the in-process limiter of the FailLocal mode.
+func shareOf(limits map[string][]quota.Limit, s float64) map[string][]quota.Limit {
+	out := make(map[string][]quota.Limit, len(limits))
+	for name, lims := range limits {
+		scaled := make([]quota.Limit, len(lims))
+		for i, l := range lims {
+			l.Units = max(int64(math.Floor(float64(l.Units)*s)), 1)
+			scaled[i] = l
+		}
+		out[name] = scaled
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,33 +32,35 @@ func snap(r *http.Request) snapshot {
 // the request itself is left as it was.
 func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 	up := newUpstream(t)
-	lim := embedded(t)
-	full := func(t *testing.T, tr *tollgate.Transport, scope string) {
+	lim := inProcess(t)
+	full := func(t *testing.T, scope string) {
 		// Spend the pool so that the next upload does not fit.
 		_, err := lim.Allow(context.Background(), scope,
-			quota.Charge{Bucket: "pool", Cost: 60, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}})
+			quota.Charge{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	downClient := quota.New(quickClient(t, "127.0.0.1:1")) // nothing listens there
+	downClient := limiterOn(t, quickClient(t, "127.0.0.1:1")) // nothing listens there
 
+	var brokenPolicy atomic.Bool // a PolicyFunc that turns bad after New checked it
 	cases := []struct {
 		name    string
-		setup   func(t *testing.T, tr *tollgate.Transport)
+		setup   func(t *testing.T, cfg *tollgate.Config)
+		after   func(tr *tollgate.Transport)
 		path    string
 		ctx     func() (context.Context, context.CancelFunc)
 		wantErr error // nil: a response
 	}{
 		{name: "sent", path: "/v1/upload"},
 		{name: "unknown endpoint", path: "/v1/unknown", wantErr: errAny},
-		{name: "refused", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, tr *tollgate.Transport) {
-			tr.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil)
-			full(t, tr, "refused")
+		{name: "refused", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, cfg *tollgate.Config) {
+			cfg.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)
+			full(t, "refused")
 		}},
-		{name: "wait beyond MaxWait", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, tr *tollgate.Transport) {
-			tr.Policy = tollgate.Policies(tollgate.Policy{MaxWait: time.Second}, nil)
-			full(t, tr, "wait beyond MaxWait")
+		{name: "wait beyond MaxWait", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, cfg *tollgate.Config) {
+			cfg.Policy = tollgate.Policies(tollgate.Policy{MaxWait: time.Second}, nil)
+			full(t, "wait beyond MaxWait")
 		}},
 		{name: "cancelled while waiting", path: "/v1/upload", wantErr: context.Canceled,
 			ctx: func() (context.Context, context.CancelFunc) {
@@ -66,36 +69,45 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 				go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 				return ctx, cancel
 			},
-			setup: func(t *testing.T, tr *tollgate.Transport) {
-				tr.Policy = tollgate.Policies(tollgate.Policy{MaxWait: -1}, nil)
-				full(t, tr, "cancelled while waiting")
+			setup: func(t *testing.T, cfg *tollgate.Config) {
+				cfg.Policy = tollgate.Policies(tollgate.Policy{MaxWait: -1}, nil)
+				full(t, "cancelled while waiting")
 			}},
-		{name: "redis down, fail closed", path: "/v1/upload", wantErr: tollgate.ErrUnavailable, setup: func(t *testing.T, tr *tollgate.Transport) {
-			tr.Limiter = downClient
+		{name: "redis down, fail closed", path: "/v1/upload", wantErr: tollgate.ErrUnavailable, setup: func(t *testing.T, cfg *tollgate.Config) {
+			cfg.Limiter = downClient
 		}},
-		{name: "scope error", path: "/v1/upload", wantErr: errAny, setup: func(t *testing.T, tr *tollgate.Transport) {
-			tr.Scope = tollgate.CredentialScope(tollgate.BearerToken) // no Authorization header
+		{name: "scope error", path: "/v1/upload", wantErr: errAny, setup: func(t *testing.T, cfg *tollgate.Config) {
+			cfg.Scope = tollgate.CredentialScope(tollgate.BearerToken) // no Authorization header
 		}},
-		{name: "bad configuration", path: "/v1/upload", wantErr: tollgate.ErrConfig, setup: func(t *testing.T, tr *tollgate.Transport) {
-			tr.Buckets = nil
-		}},
-		{name: "upstream spent", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, tr *tollgate.Transport) {
-			tr.Upstream = func(*http.Response, costs.Endpoint) tollgate.Verdict {
+		{name: "bad configuration", path: "/v1/upload", wantErr: tollgate.ErrConfig, setup: func(t *testing.T, cfg *tollgate.Config) {
+			cfg.Policy = func(costs.Endpoint) tollgate.Policy {
+				if brokenPolicy.Load() {
+					return tollgate.Policy{OnOutage: tollgate.FailLocal} // with no Local limiter
+				}
+				return tollgate.Policy{}
+			}
+		}, after: func(*tollgate.Transport) { brokenPolicy.Store(true) }},
+		{name: "upstream spent", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, cfg *tollgate.Config) {
+			cfg.Upstream = func(*http.Response, costs.Endpoint) tollgate.Verdict {
 				return tollgate.Verdict{Spent: true, Pause: time.Second}
 			}
 		}},
-		{name: "closed", path: "/v1/upload", wantErr: tollgate.ErrClosed, setup: func(t *testing.T, tr *tollgate.Transport) {
+		{name: "closed", path: "/v1/upload", wantErr: tollgate.ErrClosed, after: func(tr *tollgate.Transport) {
 			tr.Close()
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tr := &tollgate.Transport{Transit: -1,
+			cfg := tollgate.Config{Transit: -1,
 				Limiter: lim, Costs: table(t), Buckets: buckets(100, time.Hour),
 				Scope: tollgate.Scope(c.name),
 			}
 			if c.setup != nil {
-				c.setup(t, tr)
+				c.setup(t, &cfg)
+			}
+			tr := newTransport(t, cfg)
+			if c.after != nil {
+				c.after(tr)
 			}
 			ctx, cancel := context.Background(), context.CancelFunc(func() {})
 			if c.ctx != nil {
@@ -144,11 +156,11 @@ var errAny = errors.New("any error")
 // alone until its turn: a body may be a stream that cannot be read twice.
 func TestBodyNotReadWhileWaiting(t *testing.T) {
 	up := newUpstream(t)
-	lim := embedded(t)
+	lim := inProcess(t)
 	window := 300 * time.Millisecond
-	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window)}
+	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window)})
 	first, err := lim.Allow(context.Background(), tollgate.DefaultScope,
-		quota.Charge{Bucket: "pool", Cost: 60, Limits: []quota.Limit{quota.PerWindow(100, window)}})
+		quota.Charge{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, window)}})
 	if err != nil || !first.OK() {
 		t.Fatal("could not fill the pool", err)
 	}
@@ -174,11 +186,11 @@ func TestBodyNotReadWhileWaiting(t *testing.T) {
 func TestConcurrentRoundTrips(t *testing.T) {
 	up := newUpstream(t)
 	var d decisions
-	tr := &tollgate.Transport{Transit: -1,
-		Limiter: embedded(t), Costs: table(t), Buckets: buckets(300, time.Hour),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
+	tr := newTransport(t, tollgate.Config{Transit: -1,
+		Limiter: inProcess(t), Costs: table(t), Buckets: buckets(300, time.Hour),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
 		OnDecision: d.hook,
-	}
+	})
 	var wg sync.WaitGroup
 	for g := range 16 {
 		wg.Go(func() {

@@ -10,15 +10,24 @@ import (
 	"github.com/tollgate/tollgate/quota"
 )
 
+// A decider is a limiter with the limits it enforces: the shared one in
+// Redis, or the FailLocal mode's in-process one, holding a share of them.
+type decider struct {
+	lim    *quota.Limiter
+	limits map[string][]quota.Limit
+	local  bool // the FailLocal mode's: its refusals say nothing of Redis
+}
+
 // outcome is what a decision admitted.
 type outcome struct {
-	res     *quota.Reservation // the units reserved; nil when unmetered or leased
-	lease   *quota.Lease       // the lease the units came from, if any
-	spent   time.Time          // when they were taken from it
-	limiter *quota.Limiter     // who decided: Redis or the local limiter; nil when nobody did
-	route   *Route             // the failover route admitted, if any
-	mode    Mode
-	waited  time.Duration
+	res    *quota.Reservation // the units reserved; nil when unmetered or leased
+	lease  *quota.Lease       // the lease the units came from, if any
+	spent  time.Time          // when they were taken from it
+	by     *decider           // who decided; nil when nobody did
+	route  *Route             // the failover route admitted, if any
+	open   bool               // sent unmetered: Redis was down, the endpoint fails open
+	cached bool               // refused from the known-exhausted cache
+	waited time.Duration
 }
 
 // scope is the pool the outcome spends from.
@@ -30,84 +39,73 @@ func (o outcome) scope(c *call) string {
 }
 
 // decide asks Redis for the request's units as its policy says, and falls
-// back on the policy's outage mode when Redis cannot answer.
-// A lease in hand is spent first, even while Redis is down: its units are
-// counted there already.
-func (t *Transport) decide(ctx context.Context, st *state, c *call) (outcome, error) {
-	if o, ok := t.spendLease(st, c); ok {
-		o.limiter = t.Limiter
+// back on the policy's outage mode when Redis cannot answer. A lease in
+// hand is spent first, even while Redis is down: its units are counted
+// there already.
+func (t *Transport) decide(ctx context.Context, c *call) (outcome, error) {
+	if o, ok := t.spendLease(c); ok {
 		return o, nil
 	}
-	if st.health.useRedis(ctx, t, st, c.scope) {
-		o, ok, err := t.renewLease(ctx, st, c)
+	if t.askRedis(ctx, c.scope) {
+		o, ok, err := t.renewLease(ctx, c)
 		if ok {
-			o.limiter = t.Limiter
 			return o, nil
 		}
 		if err == nil {
-			o, err = t.apply(ctx, t.Limiter, st.limits, c)
-			o.mode = ModeRedis
+			o, err = t.apply(ctx, &t.redis, c)
 		}
 		if !errors.Is(err, quota.ErrRedis) {
 			return o, err
 		}
-		st.health.markDown(ctx, t, err)
+		t.redisFailed(ctx, err)
 	}
-	return t.fallback(ctx, st, c)
+	return t.fallback(ctx, c)
 }
 
-// fallback decides while Redis is down.
-func (t *Transport) fallback(ctx context.Context, st *state, c *call) (outcome, error) {
+// fallback decides while Redis is down, as the endpoint's outage mode says.
+func (t *Transport) fallback(ctx context.Context, c *call) (outcome, error) {
 	switch c.policy.OnOutage {
 	case FailOpen:
-		st.health.addDebt(c.scope, c.endpoint.Charges)
-		return outcome{mode: ModeOpen}, nil
-	case Local:
-		if st.local == nil {
-			return outcome{mode: ModeClosed}, configErrorf("endpoint %q uses the Local outage mode, but Transport.LocalShare is not set", c.endpoint.Name)
-		}
-		lim, err := st.health.localLimiter()
-		if err != nil {
-			return outcome{mode: ModeClosed}, &UnavailableError{Endpoint: c.endpoint.Name, Scope: c.scope, Err: err}
-		}
-		o, err := t.apply(ctx, lim, st.local, c)
-		o.mode = ModeLocal
+		t.ledger.add(c.scope, c.endpoint.Charges)
+		return outcome{open: true}, nil
+	case FailLocal:
+		o, err := t.apply(ctx, t.local, c)
 		if err == nil && o.res != nil {
-			st.health.addDebt(o.scope(c), c.endpoint.Charges)
+			t.ledger.add(o.scope(c), c.endpoint.Charges)
 		}
 		return o, err
 	default:
-		return outcome{mode: ModeClosed}, &UnavailableError{Endpoint: c.endpoint.Name, Scope: c.scope, Err: st.health.lastErr()}
+		return outcome{}, &UnavailableError{Endpoint: c.endpoint.Name, Scope: c.scope, Err: t.probe.lastErr()}
 	}
 }
 
-// apply runs the request's policy on one limiter with one set of limits.
-func (t *Transport) apply(ctx context.Context, lim *quota.Limiter, limits map[string][]quota.Limit, c *call) (outcome, error) {
-	o := outcome{limiter: lim}
-	if c.policy.OnRefusal == Error && lim == t.Limiter {
-		if qe, ok := t.st.exhausted.check(c.scope, c.endpoint, time.Now()); ok {
-			qe.cached = true
+// apply runs the request's policy on one decider.
+func (t *Transport) apply(ctx context.Context, d *decider, c *call) (outcome, error) {
+	o := outcome{by: d}
+	if c.policy.OnRefusal == FailFast && !d.local {
+		if qe, ok := t.exhausted.check(c.scope, c.endpoint, t.now()); ok {
+			o.cached = true
 			return o, qe
 		}
 	}
-	charges := quotaCharges(c.endpoint, limits)
+	charges := quotaCharges(c.endpoint, d.limits)
 	switch c.policy.OnRefusal {
-	case Error:
-		return t.admitNow(ctx, lim, c, c.scope, charges, o)
+	case FailFast:
+		return t.admitNow(ctx, d, c, c.scope, charges, o)
 	case Failover:
-		o, err := t.admitNow(ctx, lim, c, c.scope, charges, o)
+		o, err := t.admitNow(ctx, d, c, c.scope, charges, o)
 		var first *QuotaError
 		if !errors.As(err, &first) {
 			return o, err
 		}
 		best := first
-		for i := range t.Routes {
-			r := &t.Routes[i]
+		for i := range t.cfg.Routes {
+			r := &t.cfg.Routes[i]
 			o.route = r
 			if r.Scope == "" {
 				return o, nil // unmetered: a cache, say
 			}
-			o, err = t.admitNow(ctx, lim, c, r.Scope, charges, o)
+			o, err = t.admitNow(ctx, d, c, r.Scope, charges, o)
 			var qe *QuotaError
 			if !errors.As(err, &qe) {
 				return o, err
@@ -117,26 +115,26 @@ func (t *Transport) apply(ctx context.Context, lim *quota.Limiter, limits map[st
 			}
 		}
 		o.route = nil
-		if c.policy.AfterFailover == Wait {
-			return t.waitTurn(ctx, lim, c, charges, o)
+		if c.policy.AfterFailover == WaitTurn {
+			return t.waitTurn(ctx, d, c, charges, o)
 		}
 		return o, best
 	default:
-		return t.waitTurn(ctx, lim, c, charges, o)
+		return t.waitTurn(ctx, d, c, charges, o)
 	}
 }
 
 // admitNow asks for the units in scope and fails with a *QuotaError when
 // they do not fit now.
-func (t *Transport) admitNow(ctx context.Context, lim *quota.Limiter, c *call, scope string, charges []quota.Charge, o outcome) (outcome, error) {
-	r, err := lim.Allow(ctx, scope, charges...)
+func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope string, charges []quota.Charge, o outcome) (outcome, error) {
+	r, err := d.lim.Allow(ctx, scope, charges...)
 	if err != nil {
-		return o, t.limiterError(lim, c, scope, err)
+		return o, limiterError(d, c, scope, err)
 	}
 	if !r.OK() {
 		qe := refusal(c, scope, r)
-		if lim == t.Limiter && (qe.Bucket != "" || qe.Upstream) && qe.RetryAfter > 0 {
-			t.st.exhausted.note(scope, qe.Bucket, qe.Cost, qe.Upstream, time.Now().Add(qe.RetryAfter))
+		if !d.local && (qe.Bucket != "" || qe.Upstream) && qe.RetryAfter > 0 {
+			t.exhausted.note(scope, qe.Bucket, qe.Units, qe.Upstream, t.now().Add(qe.RetryAfter), t.now())
 		}
 		return o, qe
 	}
@@ -148,7 +146,7 @@ func (t *Transport) admitNow(ctx context.Context, lim *quota.Limiter, c *call, s
 // due. The whole of it, the Redis round trip included, ends within the
 // policy's MaxWait and the context's deadline: a hold that would fall
 // later is refused (or given back) at once.
-func (t *Transport) waitTurn(ctx context.Context, lim *quota.Limiter, c *call, charges []quota.Charge, o outcome) (outcome, error) {
+func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, charges []quota.Charge, o outcome) (outcome, error) {
 	wctx := ctx
 	if limit := c.policy.waitLimit(); limit >= 0 {
 		var cancel context.CancelFunc
@@ -160,13 +158,13 @@ func (t *Transport) waitTurn(ctx context.Context, lim *quota.Limiter, c *call, c
 	if bounded {
 		maxWait = max(time.Until(deadline), 0)
 	}
-	r, err := lim.Reserve(wctx, c.scope, maxWait, charges...)
+	r, err := d.lim.Reserve(wctx, c.scope, maxWait, charges...)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && !callerDeadlinePassed(ctx) {
 			// MaxWait passed before the limiter answered (a slow Redis).
-			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Cost: c.endpoint.Units()}
+			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units()}
 		}
-		return o, t.limiterError(lim, c, c.scope, err)
+		return o, limiterError(d, c, c.scope, err)
 	}
 	if !r.OK() {
 		return o, refusal(c, c.scope, r)
@@ -181,11 +179,14 @@ func (t *Transport) waitTurn(ctx context.Context, lim *quota.Limiter, c *call, c
 		if err := ctx.Err(); err != nil {
 			return o, err
 		}
-		return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Cost: c.endpoint.Units(), RetryAfter: r.Delay()}
+		return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: r.Delay()}
+	}
+	if r.Delay() > 0 {
+		t.waiting(ctx, c, r)
 	}
 	if err := r.Wait(wctx); err != nil {
 		if ctx.Err() == nil {
-			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Cost: c.endpoint.Units(), RetryAfter: time.Until(deadline)}
+			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: time.Until(deadline)}
 		}
 		return o, err
 	}
@@ -200,14 +201,14 @@ func callerDeadlinePassed(ctx context.Context) bool {
 }
 
 // limiterError turns a limiter's error into the Transport's: a Redis failure
-// stays as it is (decide falls back on it), a cost no limit can ever hold
-// is a configuration problem, or, on the local limiter whose limits are a
-// share, a refusal.
-func (t *Transport) limiterError(lim *quota.Limiter, c *call, scope string, err error) error {
-	if errors.Is(err, quota.ErrCostExceedsLimit) && lim != t.Limiter {
-		return &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Cost: c.endpoint.Units()}
+// stays as it is (decide falls back on it), and so does state of another
+// Redis format; units no limit can ever hold are a configuration problem,
+// or, on the local limiter whose limits are a share, a refusal.
+func limiterError(d *decider, c *call, scope string, err error) error {
+	if errors.Is(err, quota.ErrCostExceedsLimit) && d.local {
+		return &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Units: c.endpoint.Units()}
 	}
-	if errors.Is(err, quota.ErrRedis) {
+	if errors.Is(err, quota.ErrRedis) || errors.Is(err, quota.ErrFormat) {
 		return err
 	}
 	return fmt.Errorf("tollgate: endpoint %q: %w", c.endpoint.Name, err)
@@ -215,11 +216,11 @@ func (t *Transport) limiterError(lim *quota.Limiter, c *call, scope string, err 
 
 // refusal builds the *QuotaError for a reservation that was not admitted.
 func refusal(c *call, scope string, r *quota.Reservation) *QuotaError {
-	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Cost: c.endpoint.Units(), RetryAfter: r.RetryAfter()}
+	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Units: c.endpoint.Units(), RetryAfter: r.RetryAfter()}
 	if con, ok := r.Constraint(); ok {
 		qe.Bucket, qe.Upstream = con.Bucket, con.Paused
 		if con.Bucket != "" {
-			qe.Cost = unitsOf(c.endpoint, con.Bucket)
+			qe.Units = unitsOf(c.endpoint, con.Bucket)
 		}
 	}
 	return qe
@@ -230,7 +231,17 @@ func refusal(c *call, scope string, r *quota.Reservation) *QuotaError {
 func quotaCharges(e costs.Endpoint, limits map[string][]quota.Limit) []quota.Charge {
 	out := make([]quota.Charge, len(e.Charges))
 	for i, ch := range e.Charges {
-		out[i] = quota.Charge{Bucket: ch.Bucket, Cost: ch.Units, Limits: limits[ch.Bucket]}
+		out[i] = quota.Charge{Bucket: ch.Bucket, Units: ch.Units, Limits: limits[ch.Bucket]}
 	}
 	return out
+}
+
+// unitsOf returns the units an endpoint charges to bucket.
+func unitsOf(e costs.Endpoint, bucket string) int64 {
+	for _, ch := range e.Charges {
+		if ch.Bucket == bucket {
+			return ch.Units
+		}
+	}
+	return 0
 }

@@ -3,6 +3,9 @@ package tollgate
 import (
 	"errors"
 	"fmt"
+	"math"
+	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -14,8 +17,8 @@ var (
 	// ErrUnavailable matches an *UnavailableError: Redis could not be
 	// reached and the endpoint fails closed, so nothing was sent.
 	ErrUnavailable = errors.New("tollgate: quota store unavailable")
-	// ErrConfig matches errors about a Transport that cannot work as
-	// configured, e.g. a bucket with no limits.
+	// ErrConfig matches errors about a Config a Transport cannot work
+	// with, e.g. a bucket with no limits; New returns them.
 	ErrConfig = errors.New("tollgate: invalid configuration")
 	// ErrClosed is returned by a Transport after Close.
 	ErrClosed = errors.New("tollgate: transport closed")
@@ -32,18 +35,16 @@ type QuotaError struct {
 	// Bucket is the bucket that had no room, e.g. "pool"; empty when the
 	// whole scope is paused or the bucket is not known.
 	Bucket string
-	// Cost is the units the request would have spent from Bucket (from all
-	// its buckets when Bucket is empty), e.g. 100.
-	Cost int64
-	// RetryAfter is how long until the cost fits, e.g. 41s; zero when not
-	// known (a cost no local share can ever hold).
+	// Units is what the request would have spent from Bucket (from all its
+	// buckets when Bucket is empty), e.g. 100.
+	Units int64
+	// RetryAfter is how long until the units fit, e.g. 41s; zero when not
+	// known (units no local share can ever hold).
 	RetryAfter time.Duration
 	// Upstream reports that the upstream itself said its quota is spent
 	// (e.g. YouTube's 403 quotaExceeded, or a 429): every worker sharing the
 	// Redis now holds off until RetryAfter.
 	Upstream bool
-
-	cached bool // decided from the known-exhausted cache, without Redis
 }
 
 func (e *QuotaError) Error() string {
@@ -55,12 +56,32 @@ func (e *QuotaError) Error() string {
 	if e.Bucket != "" {
 		bucket = fmt.Sprintf(" bucket %q", e.Bucket)
 	}
-	return fmt.Sprintf("tollgate: quota exhausted (by %s): endpoint %q scope %q%s cost %d; retry after %v",
-		who, e.Endpoint, e.Scope, bucket, e.Cost, e.RetryAfter)
+	return fmt.Sprintf("tollgate: quota exhausted (by %s): endpoint %q scope %q%s units %d; retry after %v",
+		who, e.Endpoint, e.Scope, bucket, e.Units, e.RetryAfter)
 }
 
 // Is reports whether target is ErrQuotaExhausted.
 func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExhausted }
+
+// ServeHTTP answers a request with the refusal, for a service that passes
+// it on to its own callers: 429 Too Many Requests with Retry-After in
+// whole seconds, rounded up (at least 1), and a one-line text body. Scope,
+// endpoint and bucket stay out of it: they describe your upstream, not
+// your service.
+//
+//	var qe *tollgate.QuotaError
+//	if errors.As(err, &qe) {
+//		qe.ServeHTTP(w, r)
+//		return
+//	}
+func (e *QuotaError) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	secs := max(int64(math.Ceil(e.RetryAfter.Seconds())), 1)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusTooManyRequests)
+	fmt.Fprintf(w, "quota exhausted; retry after %d seconds\n", secs)
+}
 
 // UnavailableError reports a request not sent because Redis could not be
 // reached and its endpoint fails closed. It matches ErrUnavailable and

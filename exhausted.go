@@ -8,9 +8,9 @@ import (
 )
 
 // exhausted remembers, per scope and bucket, until when Redis said a cost
-// cannot fit, so that requests with the Error policy are refused in this
+// cannot fit, so that requests whose policy fails fast are refused in this
 // process without a round trip until then. What Redis said stays true for
-// at least that long for any cost as large, with one exception the cache
+// at least that long for any charge as large, with one exception the cache
 // accepts: a hold cancelled elsewhere may free units sooner, and this
 // process then refuses until the instant it was told. A pause (the upstream
 // said spent) refuses every cost.
@@ -23,17 +23,18 @@ type exhaustedKey struct{ scope, bucket string } // bucket "" for the whole scop
 
 type exhaustedUntil struct {
 	until  time.Time
-	cost   int64 // the smallest cost refused; 0 for every cost (a pause)
+	units  int64 // the fewest units refused; 0 for any (a pause)
 	paused bool
 }
 
 // maxExhausted bounds the cache; past it, entries that have ended go.
 const maxExhausted = 1 << 14
 
-// note remembers a refusal of cost units of bucket in scope until until.
-func (e *exhausted) note(scope, bucket string, cost int64, paused bool, until time.Time) {
+// note remembers, at now, a refusal of units of bucket in scope until
+// until.
+func (e *exhausted) note(scope, bucket string, units int64, paused bool, until, now time.Time) {
 	if paused {
-		cost = 0
+		units = 0
 	}
 	k := exhaustedKey{scope, bucket}
 	e.mu.Lock()
@@ -42,7 +43,6 @@ func (e *exhausted) note(scope, bucket string, cost int64, paused bool, until ti
 		e.m = make(map[exhaustedKey]exhaustedUntil)
 	}
 	if len(e.m) >= maxExhausted {
-		now := time.Now()
 		for k, v := range e.m {
 			if !v.until.After(now) {
 				delete(e.m, k)
@@ -50,10 +50,10 @@ func (e *exhausted) note(scope, bucket string, cost int64, paused bool, until ti
 		}
 	}
 	old, ok := e.m[k]
-	if ok && old.until.After(until) && old.cost <= cost {
+	if ok && old.until.After(until) && old.units <= units {
 		return // what is known already says more
 	}
-	e.m[k] = exhaustedUntil{until: until, cost: cost, paused: paused}
+	e.m[k] = exhaustedUntil{until: until, units: units, paused: paused}
 }
 
 // check returns a refusal for the endpoint's charges in scope, when one is
@@ -65,12 +65,12 @@ func (e *exhausted) check(scope string, ep costs.Endpoint, now time.Time) (*Quot
 		return nil, false
 	}
 	if v, ok := e.m[exhaustedKey{scope, ""}]; ok && v.until.After(now) {
-		return &QuotaError{Endpoint: ep.Name, Scope: scope, Cost: ep.Units(), RetryAfter: v.until.Sub(now), Upstream: v.paused}, true
+		return &QuotaError{Endpoint: ep.Name, Scope: scope, Units: ep.Units(), RetryAfter: v.until.Sub(now), Upstream: v.paused}, true
 	}
 	for _, ch := range ep.Charges {
 		v, ok := e.m[exhaustedKey{scope, ch.Bucket}]
-		if ok && v.until.After(now) && ch.Units >= v.cost {
-			return &QuotaError{Endpoint: ep.Name, Scope: scope, Bucket: ch.Bucket, Cost: ch.Units, RetryAfter: v.until.Sub(now), Upstream: v.paused}, true
+		if ok && v.until.After(now) && ch.Units >= v.units {
+			return &QuotaError{Endpoint: ep.Name, Scope: scope, Bucket: ch.Bucket, Units: ch.Units, RetryAfter: v.until.Sub(now), Upstream: v.paused}, true
 		}
 	}
 	return nil, false

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
-	"github.com/tollgate/tollgate/quota"
 )
 
 // commandCounter counts the commands a go-redis client sends.
@@ -31,15 +30,15 @@ func TestKnownExhaustedRefusesWithoutARoundTrip(t *testing.T) {
 	_, rc := realRedis(t)
 	var counter commandCounter
 	rc.AddHook(&counter)
-	lim := quota.New(rc)
+	lim := limiterOn(t, rc)
 	up := newUpstream(t)
 	var d decisions
 	window := 400 * time.Millisecond
-	tr := &tollgate.Transport{
+	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
 		OnDecision: d.hook,
-	}
+	})
 	fill(t, lim, tollgate.DefaultScope, 100, 150, window)
 
 	// search.list costs 100 of the pool: Redis refuses it.

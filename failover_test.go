@@ -13,7 +13,6 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/windowcheck"
-	"github.com/tollgate/tollgate/quota"
 )
 
 // TestClusterFailover kills the master holding a busy scope in a cluster of
@@ -49,12 +48,12 @@ func TestClusterFailover(t *testing.T) {
 	window := 5 * time.Second
 	up := newUpstream(t)
 	var d decisions
-	tr := &tollgate.Transport{
-		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(limit, window),
+	tr := newTransport(t, tollgate.Config{
+		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(limit, window),
 		Scope:      tollgate.Scope(scope),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
 		OnDecision: d.hook,
-	}
+	})
 	defer tr.Close()
 	// Spend at about 400 calls a second, so that calls are being admitted
 	// when the master dies: the last of them may not have reached its
@@ -67,7 +66,7 @@ func TestClusterFailover(t *testing.T) {
 	for i := 0; resumed.IsZero() && i < 600; i++ {
 		time.Sleep(50 * time.Millisecond)
 		for _, ev := range d.list() {
-			if ev.Admitted && ev.Mode == tollgate.ModeRedis && ev.At.After(killed) {
+			if ev.Admitted && mode(ev) == "redis" && ev.At.After(killed) {
 				resumed = ev.At
 				break
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/windowcheck"
-	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // workers sends requests through a Transport from n goroutines until
@@ -75,8 +75,8 @@ func (w *workers) finish() []error {
 // restarts Redis on the same port, and checks that decisions return to it
 // within a second, with nothing left running afterwards.
 func TestRedisKilledMidRun(t *testing.T) {
-	for _, mode := range []tollgate.Outage{tollgate.FailClosed, tollgate.FailOpen, tollgate.Local} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for _, outage := range []tollgate.Outage{tollgate.FailClosed, tollgate.FailOpen, tollgate.FailLocal} {
+		t.Run(outage.String(), func(t *testing.T) {
 			before := tollgateGoroutines()
 			srv, rc := realRedis(t)
 			up := newUpstream(t)
@@ -84,17 +84,21 @@ func TestRedisKilledMidRun(t *testing.T) {
 			var switchedUp atomic.Int64 // unix ns of the switch back
 			window := 500 * time.Millisecond
 			const limit, share = 400, 0.25
-			tr := &tollgate.Transport{
-				Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(limit, window),
-				Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error, OnOutage: mode}, nil),
-				LocalShare: share,
+			localRdb, err := embedded.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := newTransport(t, tollgate.Config{
+				Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(limit, window),
+				Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast, OnOutage: outage}, nil),
+				Local:  limiterOn(t, localRdb), LocalShare: share,
 				OnDecision: d.hook,
 				OnSwitch: func(s tollgate.Switch) {
 					if s.Up {
 						switchedUp.Store(time.Now().UnixNano())
 					}
 				},
-			}
+			})
 			w := startWorkers(t, tr, 8, up.URL+"/v1/items")
 			time.Sleep(300 * time.Millisecond)
 			srv.Kill()
@@ -109,6 +113,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 			others := w.finish()
 			tr.Close()
 			tr.CloseIdleConnections()
+			localRdb.Close()
 
 			for _, err := range others {
 				t.Errorf("unexpected error: %v", err)
@@ -119,13 +124,13 @@ func TestRedisKilledMidRun(t *testing.T) {
 			if took := time.Unix(0, switchedUp.Load()).Sub(restarted); took > time.Second {
 				t.Errorf("decisions returned to Redis %v after it answered again, want within a second", took)
 			}
-			var admitted, byMode = 0, map[tollgate.Mode]int{}
+			var admitted, byMode = 0, map[string]int{}
 			var local []windowcheck.Call
 			for _, ev := range d.list() {
 				if ev.Admitted {
 					admitted++
-					byMode[ev.Mode]++
-					if ev.Mode == tollgate.ModeLocal {
+					byMode[mode(ev)]++
+					if mode(ev) == "local" {
 						local = append(local, windowcheck.Call{At: ev.At, Units: 1})
 					}
 				}
@@ -134,18 +139,18 @@ func TestRedisKilledMidRun(t *testing.T) {
 				t.Errorf("%d requests admitted, but the upstream received %d: something was sent unreported", admitted, up.count())
 			}
 			t.Logf("admitted by mode: %v; refused %d, unavailable %d; outage from %v", byMode, w.refused.Load(), w.unavailable.Load(), killed.Format(time.StampMilli))
-			switch mode {
+			switch outage {
 			case tollgate.FailClosed:
-				if byMode[tollgate.ModeOpen]+byMode[tollgate.ModeLocal] != 0 || w.unavailable.Load() == 0 {
+				if byMode["open"]+byMode["local"] != 0 || w.unavailable.Load() == 0 {
 					t.Errorf("fail closed: %v admitted off Redis, %d unavailable; want none and some", byMode, w.unavailable.Load())
 				}
 			case tollgate.FailOpen:
-				if byMode[tollgate.ModeOpen] == 0 {
+				if byMode["open"] == 0 {
 					t.Error("fail open: no request was reported sent unmetered")
 				}
-			case tollgate.Local:
+			case tollgate.FailLocal:
 				most, at := windowcheck.Most(local, window+tollgate.DefaultTransit)
-				if own := int64(limit * share); most > own || byMode[tollgate.ModeLocal] == 0 {
+				if own := int64(limit * share); most > own || byMode["local"] == 0 {
 					t.Errorf("local: %d units in the window ending %v, over this process's share of %d (or none at all)", most, at, own)
 				}
 			}
@@ -164,10 +169,10 @@ func TestScriptFlushAndClientKillMidRun(t *testing.T) {
 	admin := srv.Client(t)
 	up := newUpstream(t)
 	var switches atomic.Int32
-	tr := &tollgate.Transport{
-		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(1_000_000, time.Second),
+	tr := newTransport(t, tollgate.Config{
+		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(1_000_000, time.Second),
 		OnSwitch: func(tollgate.Switch) { switches.Add(1) },
-	}
+	})
 	w := startWorkers(t, tr, 8, up.URL+"/v1/items")
 	ctx := context.Background()
 	for i := range 40 {

@@ -2,6 +2,7 @@ package tollgate_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // upstream is an httptest server that records every request it receives.
@@ -125,15 +127,37 @@ func quickClient(t *testing.T, addr string) *redis.Client {
 	return c
 }
 
-// embedded returns a limiter on an in-process Redis.
-func embedded(t *testing.T) *quota.Limiter {
+// inProcess returns a limiter on an in-process Redis.
+func inProcess(t *testing.T) *quota.Limiter {
 	t.Helper()
-	l, err := quota.NewEmbedded()
+	rdb, err := embedded.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
+	t.Cleanup(func() { rdb.Close() })
+	return limiterOn(t, rdb)
+}
+
+// limiterOn returns a limiter on rdb, failing the test on an error.
+func limiterOn(t testing.TB, rdb redis.UniversalClient, opts ...quota.Option) *quota.Limiter {
+	t.Helper()
+	l, err := quota.New(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return l
+}
+
+// newTransport builds a Transport, failing the test on an error, and
+// closes it when the test ends.
+func newTransport(t testing.TB, cfg tollgate.Config) *tollgate.Transport {
+	t.Helper()
+	tr, err := tollgate.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
 
 // get sends a GET through the transport with a background context.
@@ -214,4 +238,19 @@ func (b *countingBody) Read(p []byte) (int, error) {
 func (b *countingBody) Close() error {
 	b.closes.Add(1)
 	return nil
+}
+
+// mode names how a decision was made, for the tests' tallies: "redis",
+// "local" (the FailLocal mode), "open" (sent unmetered) or "closed" (not
+// sent for want of Redis).
+func mode(d tollgate.Decision) string {
+	switch {
+	case d.Local:
+		return "local"
+	case d.Unmetered:
+		return "open"
+	case errors.Is(d.Err, tollgate.ErrUnavailable):
+		return "closed"
+	}
+	return "redis"
 }

@@ -2,40 +2,13 @@ package tollgate
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/quota"
 )
-
-// A Mode is how a decision was made.
-type Mode int
-
-const (
-	// ModeRedis: by the shared limiter in Redis.
-	ModeRedis Mode = iota
-	// ModeLocal: by the in-process limiter of the Local outage mode.
-	ModeLocal
-	// ModeOpen: not at all; Redis was down and the endpoint fails open, so
-	// the request was sent unmetered.
-	ModeOpen
-	// ModeClosed: not at all; Redis was down and the endpoint fails closed,
-	// so the request was not sent.
-	ModeClosed
-)
-
-func (m Mode) String() string {
-	switch m {
-	case ModeRedis:
-		return "redis"
-	case ModeLocal:
-		return "local"
-	case ModeOpen:
-		return "open"
-	case ModeClosed:
-		return "closed"
-	}
-	return "mode(?)"
-}
 
 // A Decision describes what the Transport decided for one request. It
 // never holds a credential: Scope is the pool's name or a hash.
@@ -51,37 +24,45 @@ type Decision struct {
 	Charges []costs.Charge
 	// Admitted reports that the request may be sent (now, or after Waited).
 	Admitted bool
-	// Waited is how long the request waited for its turn, e.g. 1.5s.
+	// Waited is how long the decision took, its wait for a turn included,
+	// e.g. 1.5s.
 	Waited time.Duration
 	// At is the instant the units count from, on the limiter's clock (the
 	// Redis server's), or for units spent from a lease the local instant
 	// they were spent: the request is sent at it or just after. Zero when
 	// nothing was reserved (refused, or sent unmetered).
 	At time.Time
-	// RetryAfter is, for a refusal, how long until the cost fits, e.g. 41s.
+	// RetryAfter is, for a refusal, how long until the units fit, e.g. 41s.
 	RetryAfter time.Duration
-	// Mode is how the decision was made: Redis, local, or not at all
-	// because Redis was down (open: sent unmetered; closed: not sent).
-	Mode Mode
+	// Local reports a decision made while Redis was down, by the FailLocal
+	// mode's in-process limiter.
+	Local bool
+	// Unmetered reports a request sent with no decision at all: Redis was
+	// down and the endpoint fails open. Its units are recorded in Redis
+	// when it answers again.
+	Unmetered bool
 	// Cached reports a refusal made in this process without asking Redis,
-	// because Redis had refused as much until RetryAfter (Error policy).
+	// because Redis had refused as much until RetryAfter (FailFast).
 	Cached bool
 	// Leased reports units spent from this process's lease (see
-	// Transport.Lease), without a round trip.
+	// Config.Lease), without a round trip.
 	Leased bool
-	// Err is why the request was not sent, when it was not.
+	// Err is why the request was not sent, when it was not: a *QuotaError,
+	// an *UnavailableError while Redis is down and the endpoint fails
+	// closed, or the context's error.
 	Err error
 }
 
-// A DecisionHook is called once per request, after the decision and any
-// wait, before the request is sent (or instead, when it is not). It runs on
-// the request's goroutine: keep it quick, and safe for concurrent use.
+// A DecisionHook is called with a request's Decision: as OnDecision, once
+// per request, after the decision and any wait, before the request is sent
+// (or instead, when it is not); as OnWait, when it starts to wait. It runs
+// on the request's goroutine: keep it quick, and safe for concurrent use.
 type DecisionHook func(ctx context.Context, d Decision)
 
 // A Switch reports that the Transport's view of Redis changed.
 type Switch struct {
 	// Up is true when Redis answers again and decisions return to it,
-	// false when it failed and endpoints fall back on their Outage mode.
+	// false when it failed and endpoints fall back on their outage mode.
 	Up bool
 	// Err is the failure, when Up is false.
 	Err error
@@ -90,3 +71,75 @@ type Switch struct {
 // A SwitchHook is called on every switch between Redis and the outage
 // modes, on the goroutine of the request that noticed it.
 type SwitchHook func(s Switch)
+
+// report calls the decision hook and logs the decision.
+func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
+	d := Decision{
+		Endpoint:  c.endpoint.Name,
+		Scope:     o.scope(c),
+		Charges:   c.endpoint.Charges,
+		Admitted:  err == nil,
+		Waited:    o.waited,
+		Local:     o.by != nil && o.by.local,
+		Unmetered: o.open,
+		Cached:    o.cached,
+		Err:       err,
+	}
+	if o.route != nil {
+		d.Route = o.route.Name
+	}
+	if o.res != nil && err == nil {
+		d.At = o.res.Time()
+	}
+	if o.lease != nil && err == nil {
+		d.Leased, d.At = true, o.spent
+	}
+	var qe *QuotaError
+	if errors.As(err, &qe) {
+		d.RetryAfter = qe.RetryAfter
+	}
+	if t.cfg.OnDecision != nil {
+		t.cfg.OnDecision(ctx, d)
+	}
+	if t.cfg.Logger == nil {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("endpoint", d.Endpoint), slog.String("scope", d.Scope),
+		slog.Int64("units", c.endpoint.Units()),
+	}
+	switch {
+	case d.Local:
+		attrs = append(attrs, slog.Bool("local", true))
+	case d.Unmetered:
+		attrs = append(attrs, slog.Bool("unmetered", true))
+	}
+	switch {
+	case err == nil:
+		attrs = append(attrs, slog.Duration("waited", d.Waited))
+		if d.Route != "" {
+			attrs = append(attrs, slog.String("route", d.Route))
+		}
+		t.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "tollgate: admitted", attrs...)
+	case qe != nil:
+		attrs = append(attrs, slog.Duration("retry_after", d.RetryAfter))
+		t.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "tollgate: refused", attrs...)
+	default:
+		attrs = append(attrs, slog.Any("err", err))
+		t.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "tollgate: not sent", attrs...)
+	}
+}
+
+// waiting calls the wait hook for a request about to sleep until r is due.
+func (t *Transport) waiting(ctx context.Context, c *call, r *quota.Reservation) {
+	if t.cfg.OnWait != nil {
+		t.cfg.OnWait(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Charges: c.endpoint.Charges, Admitted: true, At: r.Time()})
+	}
+}
+
+// log writes a record when a Logger is set.
+func (t *Transport) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	if t.cfg.Logger != nil {
+		t.cfg.Logger.LogAttrs(ctx, level, msg, attrs...)
+	}
+}

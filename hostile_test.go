@@ -28,14 +28,14 @@ type scopeKey struct{}
 func TestHostileScopesOnACluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
 	up := newUpstream(t)
-	tr := &tollgate.Transport{
-		Limiter: quota.New(c.Client(t)), Costs: table(t), Buckets: buckets(1, time.Hour),
+	tr := newTransport(t, tollgate.Config{
+		Limiter: limiterOn(t, c.Client(t)), Costs: table(t), Buckets: buckets(1, time.Hour),
 		Scope: func(r *http.Request) (string, error) {
 			name, _ := r.Context().Value(scopeKey{}).(string)
 			return name, nil
 		},
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
-	}
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+	})
 	do := func(name string) error {
 		ctx := context.WithValue(context.Background(), scopeKey{}, name)
 		req, _ := http.NewRequestWithContext(ctx, "GET", up.URL+"/v1/items", nil)
@@ -83,10 +83,10 @@ func TestBadComputedCostsReserveNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := &tollgate.Transport{
-			Limiter: quota.New(rc), Costs: table,
+		tr := newTransport(t, tollgate.Config{
+			Limiter: limiterOn(t, rc), Costs: table,
 			Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}},
-		}
+		})
 		_, err = get(t, tr, up.URL+"/v1/items")
 		switch {
 		case units > 100 && units < costs.MaxUnits:

@@ -10,11 +10,11 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // tollgateStacks returns the stacks of goroutines running tollgate's own
-// code (not its tests) or the in-process Redis it starts for the Local
-// outage mode.
+// code (not its tests) or an in-process Redis (package quota/embedded).
 func tollgateStacks() []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -49,22 +49,28 @@ func waitNoTollgateGoroutines(t *testing.T, before int) {
 }
 
 // TestNoGoroutineOutlivesARoundTrip: once RoundTrip has returned (sent,
-// waited, refused, cancelled) and the Transport is closed (after its Local
-// limiter ran), nothing of tollgate's keeps running.
+// waited, refused, cancelled), the Transport is closed (after its FailLocal
+// limiter ran) and the in-process Redis stopped, nothing of tollgate's
+// keeps running.
 func TestNoGoroutineOutlivesARoundTrip(t *testing.T) {
 	before := tollgateGoroutines()
 	up := newUpstream(t)
 	window := 200 * time.Millisecond
-	own, err := quota.NewEmbedded()
+	rdb, err := embedded.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	down := quota.New(quickClient(t, "127.0.0.1:1"))
+	localRdb, err := embedded.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, local := limiterOn(t, rdb), limiterOn(t, localRdb)
+	down := limiterOn(t, quickClient(t, "127.0.0.1:1"))
 	for _, lim := range []*quota.Limiter{own, down} {
-		tr := &tollgate.Transport{
-			Limiter: lim, Costs: table(t), Buckets: buckets(100, window), LocalShare: 0.5,
-			Policy: tollgate.Policies(tollgate.Policy{OnOutage: tollgate.Local}, nil),
-		}
+		tr := newTransport(t, tollgate.Config{
+			Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Local: local, LocalShare: 0.5,
+			Policy: tollgate.Policies(tollgate.Policy{OnOutage: tollgate.FailLocal}, nil),
+		})
 		for range 3 { // sent, sent, then a wait for the third upload
 			if _, err := send(t, tr, context.Background(), "POST", up.URL+"/v1/upload", nil); err != nil {
 				t.Fatal(err)
@@ -76,7 +82,8 @@ func TestNoGoroutineOutlivesARoundTrip(t *testing.T) {
 		tr.Close()
 		tr.CloseIdleConnections()
 	}
-	own.Close()
+	rdb.Close()
+	localRdb.Close()
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	waitNoTollgateGoroutines(t, before)
 }

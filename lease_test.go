@@ -16,14 +16,14 @@ func TestLeaseModeSpendsWithoutRoundTrips(t *testing.T) {
 	_, rc := realRedis(t)
 	var counter commandCounter
 	rc.AddHook(&counter)
-	lim := quota.New(rc)
+	lim := limiterOn(t, rc)
 	up := newUpstream(t)
 	var d decisions
-	tr := &tollgate.Transport{
+	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Minute),
-		Lease:      func(string) tollgate.Lease { return tollgate.Lease{Units: 50, For: time.Minute} },
+		Lease:      func(string, string) (int64, time.Duration) { return 50, time.Minute },
 		OnDecision: d.hook,
-	}
+	})
 	for range 100 {
 		if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
 			t.Fatal(err)
@@ -66,13 +66,13 @@ func TestLeaseModeSpendsWithoutRoundTrips(t *testing.T) {
 // TestLeaseModeFallsBackWhenNoRoom: when no lease fits, requests decide
 // call by call under their policy.
 func TestLeaseModeFallsBackWhenNoRoom(t *testing.T) {
-	lim := embedded(t)
+	lim := inProcess(t)
 	up := newUpstream(t)
-	tr := &tollgate.Transport{
+	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, time.Minute),
-		Lease:  func(string) tollgate.Lease { return tollgate.Lease{Units: 60, For: time.Minute} },
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
-	}
+		Lease:  func(string, string) (int64, time.Duration) { return 60, time.Minute },
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+	})
 	defer tr.Close()
 	fill(t, lim, tollgate.DefaultScope, 99, 100, time.Minute)
 	// A lease gets the one unit left; the request spends it.

@@ -107,16 +107,21 @@ func loadChild(raw string) int {
 	}
 	// A waiter may wait for the whole queue: every worker of every process
 	// holding one turn, a few windows deep.
-	pol := tollgate.Policy{OnRefusal: tollgate.Wait, MaxWait: 6 * cfg.Window}
+	pol := tollgate.Policy{OnRefusal: tollgate.WaitTurn, MaxWait: 6 * cfg.Window}
 	if cfg.Policy == "error" {
-		pol.OnRefusal = tollgate.Error
+		pol.OnRefusal = tollgate.FailFast
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = cfg.Workers // keep a connection per worker, as a busy client would
-	tr := &tollgate.Transport{
+	lim, err := quota.New(rdb)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load child:", err)
+		return 3
+	}
+	tcfg := tollgate.Config{
 		Transit:    cfg.Transit,
 		Base:       stampSent{base},
-		Limiter:    quota.New(rdb),
+		Limiter:    lim,
 		Costs:      table,
 		Buckets:    map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(cfg.Units, cfg.Window)}}},
 		Scope:      tollgate.Scope("load"),
@@ -125,9 +130,14 @@ func loadChild(raw string) int {
 	}
 	if cfg.Lease {
 		// Blocks of 1/40 of the limit, for a twentieth of the window.
-		tr.Lease = func(string) tollgate.Lease {
-			return tollgate.Lease{Units: cfg.Units / 40, For: cfg.Window / 20}
+		tcfg.Lease = func(string, string) (int64, time.Duration) {
+			return cfg.Units / 40, cfg.Window / 20
 		}
+	}
+	tr, err := tollgate.New(tcfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load child:", err)
+		return 3
 	}
 	defer tr.Close()
 	client := &http.Client{Transport: tr}

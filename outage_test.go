@@ -37,7 +37,7 @@ func untilAdmittedOnRedis(t *testing.T, tr *tollgate.Transport, url string, d *d
 	for i := 0; i < 50; i++ {
 		_, err := get(t, tr, url)
 		evs := d.list()
-		if err == nil && evs[len(evs)-1].Mode == tollgate.ModeRedis {
+		if err == nil && mode(evs[len(evs)-1]) == "redis" {
 			return time.Since(start)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -76,12 +76,12 @@ func TestOutageModes(t *testing.T) {
 				t.Errorf("fail open sent %d of 3 requests", up.count())
 			}
 			for _, ev := range d.list() {
-				if ev.Mode != tollgate.ModeOpen || !ev.Admitted {
+				if mode(ev) != "open" || !ev.Admitted {
 					t.Errorf("fail open reported %+v, want admitted in mode open", ev)
 				}
 			}
 		}},
-		{tollgate.Local, func(t *testing.T, tr *tollgate.Transport, up *upstream, d *decisions, url string) {
+		{tollgate.FailLocal, func(t *testing.T, tr *tollgate.Transport, up *upstream, d *decisions, url string) {
 			// LocalShare 0.25 of a pool of 20: five calls, then refusals.
 			admitted := 0
 			for range 8 {
@@ -97,8 +97,8 @@ func TestOutageModes(t *testing.T) {
 				t.Errorf("local admitted %d and sent %d, want 5 of a 25%% share of 20", admitted, up.count())
 			}
 			for _, ev := range d.list() {
-				if ev.Mode != tollgate.ModeLocal {
-					t.Errorf("local reported mode %v", ev.Mode)
+				if mode(ev) != "local" {
+					t.Errorf("local reported mode %v", mode(ev))
 				}
 			}
 		}},
@@ -106,18 +106,18 @@ func TestOutageModes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.outage.String(), func(t *testing.T) {
 			srv, rc := realRedis(t)
-			lim := quota.New(rc)
+			lim := limiterOn(t, rc)
 			up := newUpstream(t)
 			var d decisions
 			var sw switches
 			pool := quota.PerWindow(20, time.Hour)
-			tr := &tollgate.Transport{Transit: -1,
+			tr := newTransport(t, tollgate.Config{Transit: -1,
 				Limiter: lim, Costs: table(t), Buckets: buckets(20, time.Hour),
-				Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error, OnOutage: c.outage}, nil),
-				LocalShare: 0.25,
+				Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast, OnOutage: c.outage}, nil),
+				Local:  inProcess(t), LocalShare: 0.25,
 				OnDecision: d.hook,
 				OnSwitch:   sw.hook,
-			}
+			})
 			defer tr.Close()
 			url := up.URL + "/v1/items"
 			if _, err := get(t, tr, url); err != nil {
@@ -146,7 +146,7 @@ func TestOutageModes(t *testing.T) {
 			for _, ev := range d.list() {
 				switch {
 				case !ev.Admitted:
-				case ev.Mode == tollgate.ModeRedis:
+				case mode(ev) == "redis":
 					on++
 				default:
 					off++

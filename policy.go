@@ -7,8 +7,8 @@ import (
 	"github.com/tollgate/tollgate/costs"
 )
 
-// DefaultMaxWait bounds how long the Wait action lets a request wait for its
-// turn when the Policy does not say.
+// DefaultMaxWait bounds how long the WaitTurn action lets a request wait
+// for its turn when the Policy does not say.
 const DefaultMaxWait = time.Minute
 
 // An Action is what the Transport does with a request its quota has no room
@@ -16,23 +16,24 @@ const DefaultMaxWait = time.Minute
 type Action int
 
 const (
-	// Wait takes a hold on the quota and sleeps until it is due, if that is
-	// within the Policy's MaxWait and the request context's deadline;
-	// otherwise it fails at once with a *QuotaError.
-	Wait Action = iota
-	// Error fails at once with a *QuotaError carrying RetryAfter.
-	Error
-	// Failover tries the Transport's Routes in order, and when every one is
+	// WaitTurn takes a hold on the quota and sleeps until it is due, if
+	// that is within the Policy's MaxWait and the request context's
+	// deadline; otherwise it fails at once with a *QuotaError.
+	WaitTurn Action = iota
+	// FailFast fails at once with a *QuotaError carrying RetryAfter.
+	FailFast
+	// Failover tries the Config's Routes in order, and when every one is
 	// spent does what the Policy's AfterFailover says.
 	Failover
 )
 
+// String returns the action's name, e.g. "wait-turn".
 func (a Action) String() string {
 	switch a {
-	case Wait:
-		return "wait"
-	case Error:
-		return "error"
+	case WaitTurn:
+		return "wait-turn"
+	case FailFast:
+		return "fail-fast"
 	case Failover:
 		return "failover"
 	}
@@ -49,20 +50,21 @@ const (
 	// FailOpen sends the request unmetered. The decision hook reports it,
 	// and its units are recorded in Redis once Redis answers again.
 	FailOpen
-	// Local decides on an in-process limiter holding the Transport's
-	// LocalShare of every limit (e.g. 1/8 for eight instances). Its spending
-	// is recorded in Redis once Redis answers again.
-	Local
+	// FailLocal decides on the Config's Local limiter, holding its
+	// LocalShare of every limit (e.g. 1/8 for eight instances). Its
+	// spending is recorded in Redis once Redis answers again.
+	FailLocal
 )
 
+// String returns the mode's name, e.g. "fail-local".
 func (o Outage) String() string {
 	switch o {
 	case FailClosed:
 		return "fail-closed"
 	case FailOpen:
 		return "fail-open"
-	case Local:
-		return "local"
+	case FailLocal:
+		return "fail-local"
 	}
 	return "outage(" + strconv.Itoa(int(o)) + ")"
 }
@@ -73,7 +75,7 @@ type Policy struct {
 	// OnRefusal applies when the quota has no room now.
 	OnRefusal Action
 	// AfterFailover applies when OnRefusal is Failover and every route is
-	// spent: Wait (on the first scope) or Error.
+	// spent: WaitTurn (on the request's own scope) or FailFast.
 	AfterFailover Action
 	// MaxWait bounds a wait: 0 means DefaultMaxWait, a negative value no
 	// bound but the request context's deadline.

@@ -16,7 +16,7 @@ import (
 func fill(t *testing.T, lim *quota.Limiter, scope string, units, limit int64, window time.Duration) *quota.Reservation {
 	t.Helper()
 	r, err := lim.Allow(context.Background(), scope,
-		quota.Charge{Bucket: "pool", Cost: units, Limits: []quota.Limit{quota.PerWindow(limit, window)}})
+		quota.Charge{Bucket: "pool", Units: units, Limits: []quota.Limit{quota.PerWindow(limit, window)}})
 	if err != nil || !r.OK() {
 		t.Fatalf("filling the pool: OK=%v err=%v", r.OK(), err)
 	}
@@ -25,11 +25,11 @@ func fill(t *testing.T, lim *quota.Limiter, scope string, units, limit int64, wi
 
 func TestWaitSleepsUntilItsTurn(t *testing.T) {
 	_, rc := realRedis(t)
-	lim := quota.New(rc)
+	lim := limiterOn(t, rc)
 	up := newUpstream(t)
 	window := 400 * time.Millisecond
 	var d decisions
-	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window), OnDecision: d.hook}
+	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window), OnDecision: d.hook})
 	first := fill(t, lim, tollgate.DefaultScope, 100, 100, window)
 
 	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
@@ -44,17 +44,19 @@ func TestWaitSleepsUntilItsTurn(t *testing.T) {
 		t.Errorf("request arrived %v after its turn; it should have been sent when due", late)
 	}
 	ev := d.list()[0]
-	if !ev.Admitted || ev.Mode != tollgate.ModeRedis || ev.Waited < window/2 {
+	if !ev.Admitted || mode(ev) != "redis" || ev.Waited < window/2 {
 		t.Errorf("decision = %+v, want admitted on Redis after waiting", ev)
 	}
 }
 
 func TestWaitCancelledGivesItsHoldBack(t *testing.T) {
 	_, rc := realRedis(t)
-	lim := quota.New(rc)
+	lim := limiterOn(t, rc)
 	up := newUpstream(t)
 	window := time.Minute
-	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window)}
+	// MaxWait well past the hold's instant, a window after the fill.
+	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window),
+		Policy: tollgate.Policies(tollgate.Policy{MaxWait: 2 * window}, nil)})
 	fill(t, lim, tollgate.DefaultScope, 100, 100, window)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,21 +83,21 @@ func TestWaitCancelledGivesItsHoldBack(t *testing.T) {
 
 func TestErrorPolicyReturnsQuotaError(t *testing.T) {
 	_, rc := realRedis(t)
-	lim := quota.New(rc)
+	lim := limiterOn(t, rc)
 	up := newUpstream(t)
 	window := time.Minute
-	tr := &tollgate.Transport{Transit: -1,
+	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
 		Scope:  tollgate.Scope("project-a"),
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
-	}
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+	})
 	first := fill(t, lim, "project-a", 100, 150, window)
 	_, err := get(t, tr, up.URL+"/v1/search")
 	var qe *tollgate.QuotaError
 	if !errors.As(err, &qe) || !errors.Is(err, tollgate.ErrQuotaExhausted) {
 		t.Fatalf("RoundTrip = %v, want a *QuotaError", err)
 	}
-	if qe.Endpoint != "search.list" || qe.Scope != "project-a" || qe.Bucket != "pool" || qe.Cost != 100 || qe.Upstream {
+	if qe.Endpoint != "search.list" || qe.Scope != "project-a" || qe.Bucket != "pool" || qe.Units != 100 || qe.Upstream {
 		t.Errorf("QuotaError = %+v, want search.list in project-a, bucket pool, cost 100, not upstream", qe)
 	}
 	// The 100 units of the fill leave a minute after it.
@@ -114,21 +116,21 @@ func TestErrorPolicyReturnsQuotaError(t *testing.T) {
 
 func TestFailoverReachesTheNextRouteThenStops(t *testing.T) {
 	_, rc := realRedis(t)
-	lim := quota.New(rc)
+	lim := limiterOn(t, rc)
 	up := newUpstream(t)
 	window := time.Minute
 	setKey := func(k string) func(*http.Request) {
 		return func(r *http.Request) { r.Header.Set("X-Api-Key", k) }
 	}
-	tr := &tollgate.Transport{Transit: -1,
+	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(3, window),
 		Scope:  tollgate.Scope("project-a"),
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Error}, nil),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.FailFast}, nil),
 		Routes: []tollgate.Route{
 			{Name: "b", Scope: "project-b", Rewrite: setKey("key-b")},
 			{Name: "c", Scope: "project-c", Rewrite: setKey("key-c")},
 		},
-	}
+	})
 	var keys []string
 	var err error
 	for i := 0; i < 12 && err == nil; i++ {
@@ -163,23 +165,25 @@ func (c *memoryCache) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func TestFailoverToACacheThenWait(t *testing.T) {
-	lim := embedded(t)
+	lim := inProcess(t)
 	up := newUpstream(t)
 	window := 300 * time.Millisecond
 	cache := &memoryCache{}
-	pol := tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Wait}
-	tr := &tollgate.Transport{Transit: -1,
+	pol := tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.WaitTurn}
+	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(100, window),
 		Policy: tollgate.Policies(tollgate.Policy{}, map[string]tollgate.Policy{"items.list": pol}),
 		Routes: []tollgate.Route{{Name: "cache", Base: cache}},
-	}
+	})
 	fill(t, lim, tollgate.DefaultScope, 100, 100, window)
 	resp, err := get(t, tr, up.URL+"/v1/items")
 	if err != nil || resp.Header.Get("X-Cache") != "hit" || up.count() != 0 {
 		t.Fatalf("items.list with the pool spent: err %v, cache hits %d, upstream %d; want a cache hit", err, cache.hits, up.count())
 	}
-	// With no route left, AfterFailover says wait for the pool's turn.
-	tr2 := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Policy: tr.Policy}
+	// With every route spent, AfterFailover says wait for the pool's turn.
+	fill(t, lim, "b", 100, 100, window)
+	tr2 := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window),
+		Policy: tollgate.Policies(pol, nil), Routes: []tollgate.Route{{Name: "b", Scope: "b"}}})
 	if _, err := get(t, tr2, up.URL+"/v1/items"); err != nil || up.count() != 1 {
 		t.Errorf("with every route spent, Wait: err %v, upstream %d; want sent after waiting", err, up.count())
 	}
@@ -188,11 +192,11 @@ func TestFailoverToACacheThenWait(t *testing.T) {
 // TestTransitLengthensSlidingWindows: a request counts for Transit longer
 // than its window, so a hold behind it is placed that much later.
 func TestTransitLengthensSlidingWindows(t *testing.T) {
-	lim := embedded(t)
+	lim := inProcess(t)
 	up := newUpstream(t)
 	window, transit := 300*time.Millisecond, 200*time.Millisecond
 	var d decisions
-	tr := &tollgate.Transport{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Transit: transit, OnDecision: d.hook}
+	tr := newTransport(t, tollgate.Config{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Transit: transit, OnDecision: d.hook})
 	for range 2 { // 100 units: the pool is full
 		if _, err := send(t, tr, context.Background(), "POST", up.URL+"/v1/upload", nil); err != nil {
 			t.Fatal(err)

@@ -28,7 +28,7 @@ func newRetryClient(tr http.RoundTripper) *retryablehttp.Client {
 // TestRetriesAboveTheThrottlerPayPerAttempt: three attempts (two 503s, then
 // a 200) are charged three times, as the upstream charges them.
 func TestRetriesAboveTheThrottlerPayPerAttempt(t *testing.T) {
-	lim := embedded(t)
+	lim := inProcess(t)
 	up := newUpstream(t)
 	var n atomic.Int32
 	up.setRespond(func(w http.ResponseWriter, r *http.Request) {
@@ -38,7 +38,7 @@ func TestRetriesAboveTheThrottlerPayPerAttempt(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour)}
+	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour)})
 	resp, err := newRetryClient(tr).Get(up.URL + "/v1/search")
 	if err != nil {
 		t.Fatal(err)
@@ -59,14 +59,14 @@ func TestRetriesAboveTheThrottlerPayPerAttempt(t *testing.T) {
 // TestCheckRetryStopsOnQuotaError: a refusal is not retried; the caller
 // gets the *QuotaError after one attempt.
 func TestCheckRetryStopsOnQuotaError(t *testing.T) {
-	lim := embedded(t)
+	lim := inProcess(t)
 	up := newUpstream(t)
 	var d decisions
-	tr := &tollgate.Transport{Transit: -1,
+	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(150, time.Hour),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
 		OnDecision: d.hook,
-	}
+	})
 	client := newRetryClient(tr)
 	if resp, err := client.Get(up.URL + "/v1/search"); err != nil {
 		t.Fatal(err)

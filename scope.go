@@ -17,6 +17,18 @@ type ScopeFunc func(req *http.Request) (string, error)
 // DefaultScope is the scope of every request of a Transport without a ScopeFunc.
 const DefaultScope = "default"
 
+// scopeOf names the request's pool with f.
+func scopeOf(f ScopeFunc, req *http.Request) (string, error) {
+	if f == nil {
+		return DefaultScope, nil
+	}
+	s, err := f(req)
+	if err == nil && s == "" {
+		err = errors.New("tollgate: the scope func returned an empty scope")
+	}
+	return s, err
+}
+
 // Scope returns a ScopeFunc that puts every request in the pool name.
 func Scope(name string) ScopeFunc {
 	return func(*http.Request) (string, error) { return name, nil }
@@ -51,10 +63,4 @@ func BearerToken(req *http.Request) string {
 		return strings.TrimSpace(h[7:])
 	}
 	return ""
-}
-
-// QueryParam returns a func that reads the named query parameter, e.g.
-// QueryParam("key") for an API key sent as ?key=.
-func QueryParam(name string) func(*http.Request) string {
-	return func(req *http.Request) string { return req.URL.Query().Get(name) }
 }

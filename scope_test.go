@@ -18,7 +18,7 @@ func FuzzCredentialScope(f *testing.F) {
 	for _, s := range []string{"AIzaSyA-0123456789abcdef", "ya29.a0Af", "k{e}y", "line\nbreak", "\xff\xfe", strings.Repeat("z", 10<<10)} {
 		f.Add(s)
 	}
-	scope := tollgate.CredentialScope(tollgate.QueryParam("key"))
+	scope := tollgate.CredentialScope(func(r *http.Request) string { return r.URL.Query().Get("key") })
 	f.Fuzz(func(t *testing.T, secret string) {
 		h := tollgate.HashCredential(secret)
 		if len(h) != len("cred-")+32 || !strings.HasPrefix(h, "cred-") {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate"
-	"github.com/tollgate/tollgate/quota"
 )
 
 // TestCredentialsNeverLeak drives a Transport whose scopes come from API
@@ -24,14 +23,14 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	var logs bytes.Buffer
 	var d decisions
 	var errs []error
-	tr := &tollgate.Transport{Transit: -1,
-		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(150, time.Hour),
-		Scope:      tollgate.CredentialScope(tollgate.QueryParam("key")),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Error}, nil),
+	tr := newTransport(t, tollgate.Config{Transit: -1,
+		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(150, time.Hour),
+		Scope:      tollgate.CredentialScope(func(r *http.Request) string { return r.URL.Query().Get("key") }),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.FailFast}, nil),
 		Routes:     []tollgate.Route{{Name: "second project", Scope: tollgate.HashCredential(keyB), Rewrite: swapKey(keyB)}},
 		OnDecision: d.hook,
 		Logger:     slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	}
+	})
 	do := func(path string) {
 		_, err := get(t, tr, up.URL+path+"?part=snippet&key="+keyA)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/redistest"
-	"github.com/tollgate/tollgate/quota"
 )
 
 // TestSlowRedis puts 100ms of latency each way between the Transport and
@@ -26,11 +25,11 @@ func TestSlowRedis(t *testing.T) {
 	up := newUpstream(t)
 	var switches int
 	newTransport := func(p tollgate.Policy) *tollgate.Transport {
-		return &tollgate.Transport{
-			Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(100, time.Minute),
+		return newTransport(t, tollgate.Config{
+			Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(100, time.Minute),
 			Policy:   tollgate.Policies(p, nil),
 			OnSwitch: func(tollgate.Switch) { switches++ },
-		}
+		})
 	}
 	const slack = 20 * time.Millisecond
 
@@ -50,7 +49,7 @@ func TestSlowRedis(t *testing.T) {
 		bound    time.Duration
 		want     error
 	}{
-		{"deadline, error policy", tollgate.Policy{OnRefusal: tollgate.Error}, 50 * time.Millisecond, 50 * time.Millisecond, context.DeadlineExceeded},
+		{"deadline, error policy", tollgate.Policy{OnRefusal: tollgate.FailFast}, 50 * time.Millisecond, 50 * time.Millisecond, context.DeadlineExceeded},
 		{"deadline, wait policy", tollgate.Policy{}, 50 * time.Millisecond, 50 * time.Millisecond, context.DeadlineExceeded},
 		{"MaxWait", tollgate.Policy{MaxWait: 80 * time.Millisecond}, 0, 80 * time.Millisecond, tollgate.ErrQuotaExhausted},
 	}

@@ -10,6 +10,11 @@
 // quota. When the upstream itself reports its quota spent, every worker
 // holds off until it resets.
 //
+// A request's path through the package reads top-down in file order:
+// transport.go (the type and RoundTrip), scope.go, decide.go (with lease.go
+// and exhausted.go), send.go, response.go (with upstream.go), hooks.go; while
+// Redis is down, probe.go and ledger.go.
+//
 // Provider packages (providers/youtube) bundle a cost table, limits, scope
 // and response reading into one constructor.
 package tollgate
@@ -17,10 +22,8 @@ package tollgate
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,19 +31,15 @@ import (
 	"github.com/tollgate/tollgate/quota"
 )
 
-// Transport is an http.RoundTripper that charges every request to a shared
-// quota before sending it.
-//
-// Set its fields before the first request and leave them unchanged after.
-// A Transport is safe for concurrent use by multiple goroutines; Close it to
-// release the in-process limiter of the Local outage mode.
-type Transport struct {
+// Config is what a Transport is built from. The zero value of every field
+// but Limiter, Costs and Buckets means a documented default.
+type Config struct {
 	// Base sends the requests that are admitted. nil means
 	// http.DefaultTransport.
 	Base http.RoundTripper
 
-	// Limiter keeps the quota. Required; quota.NewEmbedded gives one
-	// in-process Redis for a single process.
+	// Limiter keeps the quota in Redis. Required. Every process sharing a
+	// quota gives it a client of the same Redis.
 	Limiter *quota.Limiter
 
 	// Costs maps each request to its endpoint and charges. Required.
@@ -61,9 +60,10 @@ type Transport struct {
 	// Routes are tried in order by endpoints whose policy is Failover.
 	Routes []Route
 
-	// Lease, when set, makes a scope's requests spend from leases taken in
-	// Redis a block at a time, instead of asking Redis call by call: for hot
-	// scopes. Requests that charge several buckets still ask call by call.
+	// Lease, when set, makes the requests of the scopes and buckets it
+	// chooses spend from leases taken in Redis a block at a time, instead
+	// of asking Redis call by call: for hot scopes. Requests that charge
+	// several buckets still ask call by call.
 	Lease LeaseFunc
 
 	// Transit is the longest a request may take from its admission to its
@@ -74,9 +74,15 @@ type Transport struct {
 	// none. Processes sharing a quota must agree on it, as on the limits.
 	Transit time.Duration
 
-	// LocalShare is the share of every limit the Local outage mode lets this
-	// process spend while Redis is down, e.g. 0.125 for one of eight
-	// instances. Required by policies that use Local.
+	// Local is the limiter of the FailLocal outage mode: one that this
+	// process alone uses, such as quota.New on an in-process Redis
+	// (package quota/embedded). The Transport never closes it. Required,
+	// with LocalShare, by policies that use FailLocal.
+	Local *quota.Limiter
+
+	// LocalShare is the share of every limit the FailLocal outage mode
+	// lets this process spend while Redis is down, e.g. 0.125 for one of
+	// eight instances.
 	LocalShare float64
 
 	// Upstream reads every response for what it says about the quota. nil
@@ -86,6 +92,11 @@ type Transport struct {
 	// OnDecision, when set, is called once per request with the decision.
 	OnDecision DecisionHook
 
+	// OnWait, when set, is called when a request takes a hold and is about
+	// to sleep until its turn: the Decision's At is when the turn comes.
+	// OnDecision follows when the wait ends.
+	OnWait DecisionHook
+
 	// OnSwitch, when set, is called on every switch between Redis and the
 	// outage modes.
 	OnSwitch SwitchHook
@@ -93,112 +104,131 @@ type Transport struct {
 	// Logger, when set, receives a record per refusal (Info), per switch
 	// and per upstream quota signal (Warn), and per admission (Debug).
 	Logger *slog.Logger
-
-	once    sync.Once
-	st      *state
-	initErr error
-	closed  atomic.Bool
 }
 
-// state is what the Transport derives from its fields on first use.
-type state struct {
-	limits    map[string][]quota.Limit // effective limits per bucket (less the reserve)
-	local     map[string][]quota.Limit // LocalShare of them; nil without a share
-	health    health
+// Transport is an http.RoundTripper that charges every request to a shared
+// quota before sending it. Build one with New; it is safe for concurrent
+// use by multiple goroutines. Close it to end its leases.
+type Transport struct {
+	cfg      Config
+	base     http.RoundTripper
+	redis    decider  // the shared limiter and the limits it enforces
+	local    *decider // the FailLocal mode's; nil without one
+	upstream UpstreamFunc
+	now      func() time.Time // the local clock; tests replace it
+
+	probe     probe     // whether Redis answers
+	ledger    ledger    // units spent while it did not
 	exhausted exhausted // refusals known to hold for a while
 	leases    leases    // this process's leases, per scope and bucket
+	usage     usageReads
+	closed    atomic.Bool
 }
 
-// init checks the configuration and builds the state, once.
-func (t *Transport) init() (*state, error) {
-	t.once.Do(func() {
-		t.st, t.initErr = t.build()
-	})
-	return t.st, t.initErr
-}
-
-func (t *Transport) build() (*state, error) {
-	if t.Limiter == nil {
-		return nil, configErrorf("Transport.Limiter is nil")
+// New checks cfg and builds its Transport. It reports, as an error
+// matching ErrConfig, everything that would make a request fail for want
+// of configuration: a missing Limiter or Costs, a bucket the table charges
+// without limits in Buckets, limits or reserves that leave no room, a
+// route with nowhere to go, and a policy (as PolicyFunc gives it for each
+// rule of the table) that needs Routes, Local or LocalShare when they are
+// not set.
+func New(cfg Config) (*Transport, error) {
+	if cfg.Limiter == nil {
+		return nil, configErrorf("Config.Limiter is nil")
 	}
-	if t.Costs == nil {
-		return nil, configErrorf("Transport.Costs is nil")
+	if cfg.Costs == nil {
+		return nil, configErrorf("Config.Costs is nil")
 	}
-	st := &state{limits: make(map[string][]quota.Limit, len(t.Buckets))}
-	for _, name := range t.Costs.Buckets() {
-		b, ok := t.Buckets[name]
-		if !ok {
-			return nil, configErrorf("the cost table charges bucket %q, which Transport.Buckets does not define", name)
-		}
-		lims, err := b.effective(name)
-		if err != nil {
-			return nil, err
-		}
-		st.limits[name] = lengthen(lims, t.transit())
+	t := &Transport{cfg: cfg, base: cfg.Base, upstream: cfg.Upstream, now: time.Now}
+	if t.base == nil {
+		t.base = http.DefaultTransport
 	}
-	if t.LocalShare < 0 || t.LocalShare > 1 {
-		return nil, configErrorf("LocalShare %v is not within (0, 1]", t.LocalShare)
+	if t.upstream == nil {
+		t.upstream = DefaultUpstream
 	}
-	for i, r := range t.Routes {
+	limits, err := enforced(cfg.Costs.Buckets(), cfg.Buckets, transit(cfg.Transit))
+	if err != nil {
+		return nil, err
+	}
+	t.redis = decider{lim: cfg.Limiter, limits: limits}
+	for i, r := range cfg.Routes {
 		if r.Scope == "" && r.Base == nil {
 			return nil, configErrorf("route %d (%q) has neither a Scope nor a Base", i, r.Name)
 		}
 	}
-	if t.LocalShare > 0 {
-		st.local = make(map[string][]quota.Limit, len(st.limits))
-		for name, lims := range st.limits {
-			st.local[name] = share(lims, t.LocalShare)
+	if cfg.LocalShare < 0 || cfg.LocalShare > 1 || cfg.LocalShare != cfg.LocalShare {
+		return nil, configErrorf("LocalShare %v is not within (0, 1]", cfg.LocalShare)
+	}
+	if (cfg.Local == nil) != (cfg.LocalShare == 0) {
+		return nil, configErrorf("Local and LocalShare go together: set both for the FailLocal outage mode, or neither")
+	}
+	if cfg.Local != nil {
+		t.local = &decider{lim: cfg.Local, limits: shareOf(limits, cfg.LocalShare), local: true}
+	}
+	if err := t.checkPolicies(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkPolicies asks the PolicyFunc for the policy of every rule in the
+// cost table and checks that each can be followed.
+func (t *Transport) checkPolicies() error {
+	if t.cfg.Policy == nil {
+		return nil
+	}
+	spec := t.cfg.Costs.Spec()
+	rules := spec.Rules
+	if spec.Default != nil {
+		rules = append(rules, *spec.Default)
+	}
+	for _, r := range rules {
+		if err := t.checkPolicy(t.cfg.Policy(costs.Endpoint{Name: r.Endpoint, Charges: r.Charges})); err != nil {
+			return configErrorf("endpoint %q: %v", r.Endpoint, err)
 		}
 	}
-	st.health.newLocal = func() (*quota.Limiter, error) { return quota.NewEmbedded() }
-	return st, nil
+	return nil
+}
+
+// checkPolicy reports why the Transport cannot follow p.
+func (t *Transport) checkPolicy(p Policy) error {
+	switch {
+	case p.OnRefusal < WaitTurn || p.OnRefusal > Failover:
+		return errors.New("unknown OnRefusal action " + p.OnRefusal.String())
+	case p.AfterFailover != WaitTurn && p.AfterFailover != FailFast:
+		return errors.New("AfterFailover must be WaitTurn or FailFast, not " + p.AfterFailover.String())
+	case p.OnRefusal == Failover && len(t.cfg.Routes) == 0:
+		return errors.New("the policy fails over, but Config.Routes is empty")
+	case p.OnOutage < FailClosed || p.OnOutage > FailLocal:
+		return errors.New("unknown OnOutage mode " + p.OnOutage.String())
+	case p.OnOutage == FailLocal && t.local == nil:
+		return errors.New("the policy uses the FailLocal outage mode, but Config.Local and LocalShare are not set")
+	}
+	return nil
 }
 
 // Close ends the Transport's leases, giving back what they did not spend,
-// releases the in-process limiter of the Local outage mode, and makes later
-// requests fail with ErrClosed. It does not close the Limiter, which the
-// caller owns, nor idle connections of Base.
+// and makes later requests fail with ErrClosed. It closes neither the
+// limiters, which the caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
-	st, err := t.init()
-	if err != nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return errors.Join(st.leases.endAll(ctx), st.health.close())
+	return t.leases.endAll(ctx)
 }
 
 // CloseIdleConnections closes the idle connections of Base and of the
 // routes' bases, when they can; http.Client.CloseIdleConnections calls it.
 func (t *Transport) CloseIdleConnections() {
 	type closer interface{ CloseIdleConnections() }
-	if c, ok := t.base().(closer); ok {
+	if c, ok := t.base.(closer); ok {
 		c.CloseIdleConnections()
 	}
-	for _, r := range t.Routes {
+	for _, r := range t.cfg.Routes {
 		if c, ok := r.Base.(closer); ok {
 			c.CloseIdleConnections()
 		}
 	}
-}
-
-// transit is the Transit the Transport applies.
-func (t *Transport) transit() time.Duration {
-	switch {
-	case t.Transit == 0:
-		return DefaultTransit
-	case t.Transit < 0:
-		return 0
-	}
-	return t.Transit
-}
-
-func (t *Transport) base() http.RoundTripper {
-	if t.Base != nil {
-		return t.Base
-	}
-	return http.DefaultTransport
 }
 
 // call is one request on its way through the Transport.
@@ -215,11 +245,12 @@ type call struct {
 //
 // A request that is not sent returns an error: a *QuotaError (no room), an
 // *UnavailableError (Redis down, failing closed), costs.ErrUnknownEndpoint,
-// the context's error, or a configuration error (ErrConfig). When the
-// upstream answers that its quota is spent, the Transport records that for
-// every worker, closes the response and returns a *QuotaError with
-// Upstream set, so that callers stop instead of retrying into the wall;
-// every other response is returned as it is.
+// the context's error, quota.ErrFormat (Redis holds state of another
+// tollgate format), or a configuration error (ErrConfig). When the upstream
+// answers that its quota is spent, the Transport records that for every
+// worker, closes the response and returns a *QuotaError with Upstream set,
+// so that callers stop instead of retrying into the wall; every other
+// response is returned as it is.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	bodyOwned := true // until the base transport takes the body over
 	defer func() {
@@ -230,191 +261,32 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.closed.Load() {
 		return nil, ErrClosed
 	}
-	st, err := t.init()
-	if err != nil {
-		return nil, err
-	}
 	c := &call{req: req}
-	if c.endpoint, err = t.Costs.Resolve(req); err != nil {
+	var err error
+	if c.endpoint, err = t.cfg.Costs.Resolve(req); err != nil {
 		return nil, err
 	}
-	if c.scope, err = t.scope(req); err != nil {
+	if c.scope, err = scopeOf(t.cfg.Scope, req); err != nil {
 		return nil, err
 	}
-	if t.Policy != nil {
-		c.policy = t.Policy(c.endpoint)
+	if t.cfg.Policy != nil {
+		c.policy = t.cfg.Policy(c.endpoint)
+		if err := t.checkPolicy(c.policy); err != nil {
+			return nil, configErrorf("endpoint %q: %v", c.endpoint.Name, err)
+		}
 	}
 
-	start := time.Now()
-	o, err := t.decide(req.Context(), st, c)
-	o.waited = time.Since(start)
+	start := t.now()
+	o, err := t.decide(req.Context(), c)
+	o.waited = t.now().Sub(start)
 	t.report(req.Context(), c, o, err)
 	if err != nil {
 		return nil, err
 	}
-
-	// A reserved request goes out as a copy carrying a trace, to tell
-	// whether it reached the upstream (for a refund); a deep copy only when
-	// a route rewrites it. A request spent from a lease goes as it is: a
-	// unit it loses to a failed dial only makes the lease end sooner.
-	var trace *sendTrace
-	out := req
-	if o.res != nil {
-		trace = new(sendTrace)
-		out = req.WithContext(trace.attach(req.Context()))
-	}
-	base := t.base()
-	if o.route != nil {
-		if o.route.Rewrite != nil {
-			out = req.Clone(out.Context())
-			o.route.Rewrite(out)
-		}
-		if o.route.Base != nil {
-			base = o.route.Base
-		}
-	}
 	bodyOwned = false
-	resp, err := base.RoundTrip(out)
+	resp, err := t.send(c, o)
 	if err != nil {
-		if trace != nil && trace.neverSent(err) {
-			t.refund(req.Context(), c, o)
-		}
 		return nil, err
 	}
-	return t.read(req.Context(), st, c, o, resp)
-}
-
-// scope names the request's pool.
-func (t *Transport) scope(req *http.Request) (string, error) {
-	if t.Scope == nil {
-		return DefaultScope, nil
-	}
-	s, err := t.Scope(req)
-	if err == nil && s == "" {
-		err = errors.New("tollgate: the scope func returned an empty scope")
-	}
-	return s, err
-}
-
-// read hands the response to the upstream reader. When it says the quota is
-// spent, every worker is paused and the caller gets a *QuotaError.
-func (t *Transport) read(ctx context.Context, st *state, c *call, o outcome, resp *http.Response) (*http.Response, error) {
-	upstream := t.Upstream
-	if upstream == nil {
-		upstream = DefaultUpstream
-	}
-	v := upstream(resp, c.endpoint)
-	if !v.Spent {
-		return resp, nil
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
-	resp.Body.Close()
-
-	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: o.scope(c), Cost: c.endpoint.Units(), RetryAfter: v.Pause, Upstream: true}
-	buckets := v.Buckets
-	if len(buckets) == 0 {
-		buckets = []string{""}
-	} else {
-		qe.Bucket = buckets[0]
-		qe.Cost = unitsOf(c.endpoint, buckets[0])
-	}
-	until := time.Now().Add(v.Pause)
-	for _, b := range buckets {
-		st.exhausted.note(qe.Scope, b, 0, true, until)
-	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if o.limiter != nil && v.Pause > 0 {
-		for _, b := range buckets {
-			if err := o.limiter.Pause(pctx, qe.Scope, b, v.Pause); err != nil {
-				t.log(ctx, slog.LevelWarn, "tollgate: could not record the upstream's quota signal",
-					slog.String("scope", qe.Scope), slog.String("bucket", b), slog.Any("err", err))
-			}
-		}
-	}
-	t.log(ctx, slog.LevelWarn, "tollgate: upstream reports its quota spent",
-		slog.String("endpoint", qe.Endpoint), slog.String("scope", qe.Scope),
-		slog.Any("buckets", v.Buckets), slog.Duration("pause", v.Pause), slog.Int("status", resp.StatusCode))
-	return nil, qe
-}
-
-// refund gives back the units of a request that never reached the upstream.
-func (t *Transport) refund(ctx context.Context, c *call, o outcome) {
-	if o.res == nil {
-		return
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if err := o.res.Cancel(cctx); err != nil {
-		t.log(ctx, slog.LevelWarn, "tollgate: could not refund a request that was never sent",
-			slog.String("endpoint", c.endpoint.Name), slog.Any("err", err))
-	}
-}
-
-// unitsOf returns the units an endpoint charges to bucket.
-func unitsOf(e costs.Endpoint, bucket string) int64 {
-	for _, ch := range e.Charges {
-		if ch.Bucket == bucket {
-			return ch.Units
-		}
-	}
-	return 0
-}
-
-// report calls the decision hook and logs the decision.
-func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
-	d := Decision{
-		Endpoint: c.endpoint.Name,
-		Scope:    o.scope(c),
-		Charges:  c.endpoint.Charges,
-		Admitted: err == nil,
-		Waited:   o.waited,
-		Mode:     o.mode,
-		Err:      err,
-	}
-	if o.route != nil {
-		d.Route = o.route.Name
-	}
-	if o.res != nil && err == nil {
-		d.At = o.res.Time()
-	}
-	if o.lease != nil && err == nil {
-		d.Leased, d.At = true, o.spent
-	}
-	var qe *QuotaError
-	if errors.As(err, &qe) {
-		d.RetryAfter = qe.RetryAfter
-		d.Cached = qe.cached
-	}
-	if t.OnDecision != nil {
-		t.OnDecision(ctx, d)
-	}
-	if t.Logger == nil {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("endpoint", d.Endpoint), slog.String("scope", d.Scope),
-		slog.Int64("units", c.endpoint.Units()), slog.String("mode", d.Mode.String()),
-	}
-	switch {
-	case err == nil:
-		attrs = append(attrs, slog.Duration("waited", d.Waited))
-		if d.Route != "" {
-			attrs = append(attrs, slog.String("route", d.Route))
-		}
-		t.Logger.LogAttrs(ctx, slog.LevelDebug, "tollgate: admitted", attrs...)
-	case qe != nil:
-		attrs = append(attrs, slog.Duration("retry_after", d.RetryAfter))
-		t.Logger.LogAttrs(ctx, slog.LevelInfo, "tollgate: refused", attrs...)
-	default:
-		attrs = append(attrs, slog.Any("err", err))
-		t.Logger.LogAttrs(ctx, slog.LevelInfo, "tollgate: not sent", attrs...)
-	}
-}
-
-// log writes a record when a Logger is set.
-func (t *Transport) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
-	if t.Logger != nil {
-		t.Logger.LogAttrs(ctx, level, msg, attrs...)
-	}
+	return t.read(req.Context(), c, o, resp)
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/tollgate/tollgate/costs"
 )
 
-// DefaultPause is how long a scope pauses after a 429 that carries no usable
-// Retry-After.
-const DefaultPause = 10 * time.Second
+// defaultPause is how long a scope pauses after a 429 that carries no
+// usable Retry-After.
+const defaultPause = 10 * time.Second
 
 // A Verdict is what an upstream response says about the quota.
 type Verdict struct {
@@ -26,23 +26,26 @@ type Verdict struct {
 	Pause time.Duration
 }
 
-// An UpstreamFunc reads a response for what it says about the quota. It may
-// read the body, but must leave it for the caller to read whole again (see
-// PeekBody). It is called on every response; it must be safe for
-// concurrent use and must not fail: a body it cannot parse is simply not a
-// quota verdict.
+// An UpstreamFunc reads a response for what it says about the quota: a
+// provider's own signals (YouTube's 403 quotaExceeded), or any your
+// upstream sends. It may read the body, but must leave it for the caller to
+// read whole again: PeekBody does both. ParseRetryAfter reads the header
+// most upstreams send with a refusal. It is called on every response; it
+// must be safe for concurrent use and must not fail: a body it cannot
+// parse is simply not a quota verdict. Wrap DefaultUpstream to keep its
+// reading of 429s.
 type UpstreamFunc func(resp *http.Response, endpoint costs.Endpoint) Verdict
 
 // DefaultUpstream reads any 429 Too Many Requests as the whole scope being
-// spent, for as long as its Retry-After says (DefaultPause when it says
-// nothing usable). Providers wrap it with their own signals.
+// spent, for as long as its Retry-After says (10s when it says nothing
+// usable). Providers wrap it with their own signals.
 func DefaultUpstream(resp *http.Response, _ costs.Endpoint) Verdict {
 	if resp.StatusCode != http.StatusTooManyRequests {
 		return Verdict{}
 	}
 	d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if !ok {
-		d = DefaultPause
+		d = defaultPause
 	}
 	// A date already past still means "not this instant".
 	return Verdict{Spent: true, Pause: max(d, time.Second)}

@@ -41,14 +41,14 @@ func TestUpstreamSpentStopsEveryProcess(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, quotaExceededBody)
 	})
-	one := &tollgate.Transport{Transit: -1,
-		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
+	one := newTransport(t, tollgate.Config{Transit: -1,
+		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
 		Scope: tollgate.Scope("project-a"), Upstream: quotaExceeded,
-	}
-	two := &tollgate.Transport{Transit: -1,
-		Limiter: quota.New(srv.Client(t)), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
+	})
+	two := newTransport(t, tollgate.Config{Transit: -1,
+		Limiter: limiterOn(t, srv.Client(t)), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
 		Scope: tollgate.Scope("project-a"), Upstream: quotaExceeded,
-	}
+	})
 
 	_, err := get(t, one, up.URL+"/v1/items")
 	var qe *tollgate.QuotaError
@@ -66,10 +66,10 @@ func TestUpstreamSpentStopsEveryProcess(t *testing.T) {
 	}
 	// Another project is not affected.
 	up.setRespond(nil)
-	three := &tollgate.Transport{Transit: -1,
-		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
+	three := newTransport(t, tollgate.Config{Transit: -1,
+		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
 		Scope: tollgate.Scope("project-b"), Upstream: quotaExceeded,
-	}
+	})
 	if _, err := get(t, three, up.URL+"/v1/items"); err != nil {
 		t.Errorf("another project: %v", err)
 	}
@@ -84,10 +84,10 @@ func TestTooManyRequestsPausesTheScope(t *testing.T) {
 		w.Header().Set("Retry-After", "30")
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
-	tr := &tollgate.Transport{Transit: -1,
-		Limiter: quota.New(rc), Costs: table(t), Buckets: buckets(1000, time.Hour),
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
-	}
+	tr := newTransport(t, tollgate.Config{Transit: -1,
+		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(1000, time.Hour),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+	})
 	_, err := get(t, tr, up.URL+"/v1/items")
 	var qe *tollgate.QuotaError
 	if !errors.As(err, &qe) || !qe.Upstream || qe.RetryAfter != 30*time.Second || qe.Bucket != "" {
@@ -112,7 +112,7 @@ func TestOtherResponsesPassThrough(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, body)
 	})
-	tr := &tollgate.Transport{Transit: -1, Limiter: embedded(t), Costs: table(t), Buckets: buckets(100, time.Hour), Upstream: quotaExceeded}
+	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: inProcess(t), Costs: table(t), Buckets: buckets(100, time.Hour), Upstream: quotaExceeded})
 	req, _ := http.NewRequest("GET", up.URL+"/v1/items", nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -167,10 +167,10 @@ func TestPeekBody(t *testing.T) {
 // dialled gives its units back; one that reached the upstream does not,
 // whatever the status.
 func TestRefundWhenNeverSent(t *testing.T) {
-	lim := embedded(t)
+	lim := inProcess(t)
 	up := newUpstream(t)
 	up.setRespond(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
-	tr := &tollgate.Transport{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour)}
+	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour)})
 	pool := quota.PerWindow(1000, time.Hour)
 	used := func() int64 {
 		u, err := lim.Usage(context.Background(), tollgate.DefaultScope, "pool", pool)

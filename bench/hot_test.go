@@ -31,14 +31,12 @@ func BenchmarkHotScope(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	transport := func(lease tollgate.LeaseFunc) *tollgate.Transport {
-		tr := &tollgate.Transport{
-			Base: answered{}, Limiter: quota.New(rdb), Costs: table,
+	hot := func(lease tollgate.LeaseFunc) *tollgate.Transport {
+		return transport(b, tollgate.Config{
+			Base: answered{}, Limiter: limiter(b, rdb), Costs: table,
 			Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{never(time.Second)}}},
 			Scope:   tollgate.Scope("hot"), Lease: lease,
-		}
-		b.Cleanup(func() { tr.Close() })
-		return tr
+		})
 	}
 	trip := func(tr http.RoundTripper) func(ctx context.Context, _ int) error {
 		return func(ctx context.Context, _ int) error {
@@ -54,10 +52,10 @@ func BenchmarkHotScope(b *testing.B) {
 		parallel(b, rdb, "ping", func(ctx context.Context, _ int) error { return rdb.Ping(ctx).Err() })
 	})
 	b.Run("call-by-call", func(b *testing.B) {
-		parallel(b, rdb, "evalsha", trip(transport(nil)))
+		parallel(b, rdb, "evalsha", trip(hot(nil)))
 	})
 	b.Run("lease", func(b *testing.B) {
-		lease := func(string) tollgate.Lease { return tollgate.Lease{Units: 1000, For: time.Second} }
-		parallel(b, rdb, "evalsha", trip(transport(lease)))
+		lease := func(string, string) (int64, time.Duration) { return 1000, time.Second }
+		parallel(b, rdb, "evalsha", trip(hot(lease)))
 	})
 }

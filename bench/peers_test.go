@@ -11,6 +11,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/quota"
 )
@@ -76,6 +77,26 @@ func server(b *testing.B) *redis.Client {
 	return c
 }
 
+// limiter returns a quota.Limiter on rdb or fails the benchmark.
+func limiter(b *testing.B, rdb redis.UniversalClient, opts ...quota.Option) *quota.Limiter {
+	l, err := quota.New(rdb, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// transport returns a tollgate.Transport built from cfg or fails the
+// benchmark, and closes it when the benchmark ends.
+func transport(b *testing.B, cfg tollgate.Config) *tollgate.Transport {
+	tr, err := tollgate.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tr.Close() })
+	return tr
+}
+
 // never is a limit no run reaches: every decision admits, the steady state
 // of a quota with room.
 func never(window time.Duration) quota.Limit { return quota.PerWindow(quota.MaxUnits, window) }
@@ -83,7 +104,7 @@ func never(window time.Duration) quota.Limit { return quota.PerWindow(quota.MaxU
 func BenchmarkDecisions(b *testing.B) {
 	rdb := server(b)
 	rr := redis_rate.NewLimiter(rdb)
-	lim := quota.New(rdb)
+	lim := limiter(b, rdb)
 	pacific, _ := time.LoadLocation("America/Los_Angeles")
 
 	b.Run("ping", func(b *testing.B) {
@@ -103,10 +124,10 @@ func BenchmarkDecisions(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		lim  *quota.Limiter
-	}{{"tollgate", lim}, {"tollgate-unpipelined", quota.New(rdb, quota.WithPipelines(0))}} {
+	}{{"tollgate", lim}, {"tollgate-unpipelined", limiter(b, rdb, quota.WithPipelines(0))}} {
 		for _, cost := range []int64{1, 100} {
 			b.Run(v.name+"/cost="+strconv.FormatInt(cost, 10), func(b *testing.B) {
-				c := quota.Charge{Bucket: "pool", Cost: cost, Limits: []quota.Limit{never(time.Second)}}
+				c := quota.Charge{Bucket: "pool", Units: cost, Limits: []quota.Limit{never(time.Second)}}
 				parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 					_, err := v.lim.Allow(ctx, "hot", c)
 					return err
@@ -114,7 +135,7 @@ func BenchmarkDecisions(b *testing.B) {
 			})
 		}
 		b.Run(v.name+"/two-limits", func(b *testing.B) {
-			c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{quota.PerDay(quota.MaxUnits, pacific), never(time.Hour)}}
+			c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerDay(quota.MaxUnits, pacific), never(time.Hour)}}
 			parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 				_, err := v.lim.Allow(ctx, "two", c)
 				return err
@@ -122,7 +143,7 @@ func BenchmarkDecisions(b *testing.B) {
 		})
 	}
 	b.Run("tollgate/10000-scopes", func(b *testing.B) {
-		c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{never(time.Second)}}
+		c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Second)}}
 		scopes := make([]string, 10000)
 		for i := range scopes {
 			scopes[i] = "scope-" + strconv.Itoa(i)

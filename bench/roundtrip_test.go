@@ -31,13 +31,12 @@ func BenchmarkRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lim := quota.New(rdb)
-	tr := &tollgate.Transport{
+	lim := limiter(b, rdb)
+	tr := transport(b, tollgate.Config{
 		Base: base, Limiter: lim, Costs: table,
 		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{never(time.Second)}}},
 		Scope:   tollgate.Scope("hot"),
-	}
-	b.Cleanup(func() { tr.Close() })
+	})
 	url := api.URL + "/v1/items"
 	trip := func(rt http.RoundTripper) func(ctx context.Context, _ int) error {
 		return func(ctx context.Context, _ int) error {
@@ -52,7 +51,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	b.Run("bare", func(b *testing.B) { parallel(b, nil, "", trip(base)) })
 	b.Run("decision", func(b *testing.B) {
-		c := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{never(time.Second + tollgate.DefaultTransit)}}
+		c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Second + tollgate.DefaultTransit)}}
 		parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 			_, err := lim.Allow(ctx, "hot", c)
 			return err

@@ -42,7 +42,20 @@ func (b *backend) flushScripts(t *testing.T) {
 
 // limiter returns a Limiter on the backend, deciding on the Redis clock
 // unless options say otherwise.
-func (b *backend) limiter(opts ...Option) *Limiter { return New(b.client, opts...) }
+func (b *backend) limiter(t testing.TB, opts ...Option) *Limiter {
+	t.Helper()
+	return mustNew(t, b.client, opts...)
+}
+
+// mustNew returns New's limiter, failing the test on an error.
+func mustNew(t testing.TB, c redis.UniversalClient, opts ...Option) *Limiter {
+	t.Helper()
+	l, err := New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
 
 // The behaviour suite: every test in it runs on miniredis, on a real
 // redis-server and on a real 3-master cluster. Each test uses scopes named
@@ -79,6 +92,8 @@ var suite = []struct {
 	{"InvalidInputWritesNothing", testInvalidWritesNothing},
 	{"HostileNames", testHostileNames},
 	{"FastPathAgreesWithGeneral", testFastPathAgrees},
+	{"AdjacentFormatsAgree", testAdjacentFormatsAgree},
+	{"LaterFormatRefused", testLaterFormatRefused},
 }
 
 func runSuite(t *testing.T, b *backend) {
@@ -135,7 +150,7 @@ func scope(t *testing.T, suffix string) string { return t.Name() + "/" + suffix 
 
 // charge builds a one-bucket charge.
 func charge(bucket string, cost int64, limits ...Limit) Charge {
-	return Charge{Bucket: bucket, Cost: cost, Limits: limits}
+	return Charge{Bucket: bucket, Units: cost, Limits: limits}
 }
 
 // mustAllow calls Allow and fails the test on error.

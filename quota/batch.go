@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -24,25 +25,33 @@ import (
 // queue unsent was never made; one already sent is made, and the units it
 // admits are given back when its answer arrives.
 
-// DefaultPipelines is how many pipelines of decisions a limiter keeps in
+// defaultPipelines is how many pipelines of decisions a limiter keeps in
 // flight at most, unless WithPipelines says otherwise.
-const DefaultPipelines = 4
+const defaultPipelines = 4
 
 // maxBatch bounds the decisions in one pipeline, so that one reply does not
 // grow without bound.
 const maxBatch = 128
 
 // WithPipelines sets how many pipelines of decisions may be in flight at
-// once; decisions that arrive while all are in flight leave together in the
-// next. 0 sends every decision in a round trip of its own.
+// once (4 unless set); decisions that arrive while all are in flight leave
+// together in the next. 0 sends every decision in a round trip of its own.
 func WithPipelines(n int) Option {
-	return func(l *Limiter) { l.batch.pipelines = max(n, 0) }
+	return func(l *Limiter) error {
+		if n < 0 {
+			return invalid("pipelines "+strconv.Itoa(n), "must be at least zero")
+		}
+		l.batch.pipelines = n
+		return nil
+	}
 }
 
-// decision is one reserve script call on its way through a batch.
+// decision is one reserve script call, on its way through a batch when it
+// has to queue.
 type decision struct {
 	keys  []string
 	args  []any
+	seq   uint64 // names its entries (Limiter.entryID)
 	reply any
 	err   error
 	sent  bool          // taken into a pipeline; guarded by batcher.mu
@@ -58,14 +67,14 @@ type batcher struct {
 	queue    []*decision
 }
 
-// runReserve runs the reserve script for keys and args, in a pipeline with
-// the decisions of concurrent callers when batching is on. When ctx ends
+// runReserve runs the reserve script for d, in a pipeline with the
+// decisions of concurrent callers when batching is on. When ctx ends
 // first, a decision still queued leaves the queue unsent; one already on
 // its way is returned as late, for the caller to undo once it is answered.
-func (l *Limiter) runReserve(ctx context.Context, keys []string, args []any) (reply any, late *decision, err error) {
+func (l *Limiter) runReserve(ctx context.Context, d *decision) (reply any, late *decision, err error) {
 	b := &l.batch
 	if b.pipelines == 0 {
-		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
+		reply, err = reserveScript.Run(ctx, l.client, d.keys, d.args...).Result()
 		return reply, nil, err
 	}
 	b.mu.Lock()
@@ -75,11 +84,11 @@ func (l *Limiter) runReserve(ctx context.Context, keys []string, args []any) (re
 		// context as it would be without batching.
 		b.inFlight++
 		b.mu.Unlock()
-		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
+		reply, err = reserveScript.Run(ctx, l.client, d.keys, d.args...).Result()
 		l.sendQueued(ctx)
 		return reply, nil, err
 	}
-	d := &decision{keys: keys, args: args, done: make(chan struct{})}
+	d.done = make(chan struct{})
 	b.queue = append(b.queue, d)
 	b.mu.Unlock()
 

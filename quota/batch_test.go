@@ -32,7 +32,7 @@ func slowRedis(t *testing.T, delay time.Duration) (*redis.Client, *redistest.Pro
 // when the script cache was emptied and the pipeline's EVALSHAs all fail.
 func TestConcurrentDecisionsShareAPipeline(t *testing.T) {
 	c, _, sizes := slowRedis(t, 20*time.Millisecond)
-	l := New(c, WithPipelines(1))
+	l := mustNew(t, c, WithPipelines(1))
 	ctx := context.Background()
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ type cancelRig struct {
 func newCancelRig(t *testing.T) *cancelRig {
 	t.Helper()
 	c, proxy, _ := slowRedis(t, 0)
-	r := &cancelRig{l: New(c, WithPipelines(1)), proxy: proxy, lim: PerWindow(10, time.Hour)}
+	r := &cancelRig{l: mustNew(t, c, WithPipelines(1)), proxy: proxy, lim: PerWindow(10, time.Hour)}
 	r.ch = charge("b", 1, r.lim)
 	mustAllow(t, r.l, "warm-up", r.ch)
 	proxy.SetDelay(300 * time.Millisecond)
@@ -163,7 +163,7 @@ func waitFor(t *testing.T, b *batcher, cond func(*batcher) bool) {
 // TestWithoutPipelines: WithPipelines(0) sends each decision on its own.
 func TestWithoutPipelines(t *testing.T) {
 	c, _, sizes := slowRedis(t, time.Millisecond)
-	l := New(c, WithPipelines(0))
+	l := mustNew(t, c, WithPipelines(0))
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {

@@ -43,7 +43,7 @@ func BenchmarkReserve(b *testing.B) {
 	s := redistest.Start(b)
 	client := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: callers})
 	b.Cleanup(func() { client.Close() })
-	l := New(client)
+	l := mustNew(b, client)
 
 	b.Run("ping", func(b *testing.B) {
 		runParallel(b, func(ctx context.Context) error { return client.Ping(ctx).Err() })

@@ -22,7 +22,7 @@ func testCalendarDays(t *testing.T, b *backend) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newFakeClock(c.start.Add(time.Second))
-			l := b.limiter(WithClock(clock.Now))
+			l := b.limiter(t, WithClock(clock.Now))
 			s := scope(t, "s")
 			day := PerDay(10, la)
 			if r := mustAllow(t, l, s, charge("pool", 10, day)); !r.OK() {
@@ -58,7 +58,7 @@ func testHoldAcrossMidnight(t *testing.T, b *backend) {
 	ctx := context.Background()
 	la := mustLoad(t, "America/Los_Angeles")
 	clock := newFakeClock(time.Date(2026, 11, 1, 23, 30, 0, 0, la))
-	l := b.limiter(WithClock(clock.Now))
+	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	day := PerDay(5, la)
 	mustAllow(t, l, s, charge("pool", 5, day))

@@ -4,17 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Sentinel errors; the typed errors below match them with [errors.Is].
 var (
 	// ErrInvalid matches every error about an argument the limiter cannot
-	// use: a bad limit, a non-positive cost, an empty scope. Nothing is
-	// reserved when it is returned.
+	// use: a bad limit, units that are not positive, an empty scope.
+	// Nothing is reserved when it is returned.
 	ErrInvalid = errors.New("quota: invalid argument")
-	// ErrCostExceedsLimit matches a *CostError: the cost is larger than a
-	// limit and could never be admitted, so it is refused without waiting.
+	// ErrCostExceedsLimit matches a *CostError: a charge of more units than
+	// a limit holds could never be admitted, so it is refused without
+	// waiting.
 	ErrCostExceedsLimit = errors.New("quota: cost exceeds limit")
 	// ErrRefused matches a *RefusedError: the quota has no room for the
 	// cost before the caller's deadline.
@@ -22,35 +26,35 @@ var (
 	// ErrRedis matches a *RedisError: Redis could not be reached or failed,
 	// so no decision was made.
 	ErrRedis = errors.New("quota: redis failed")
-	// ErrClosed is returned by a Limiter after Close.
-	ErrClosed = errors.New("quota: limiter closed")
+	// ErrFormat matches errors about state in Redis that this version of
+	// tollgate cannot read: keys written by a process of another Redis
+	// format (see the package documentation) sharing the Redis and prefix.
+	// Nothing was decided or written; upgrade every process, or give each
+	// format its own prefix.
+	ErrFormat = errors.New("quota: redis holds tollgate state of another format")
 )
 
-// InvalidError describes an argument the limiter cannot use. It matches ErrInvalid.
-type InvalidError struct {
-	// What names the argument, e.g. `limit 0/1h0m0s`.
-	What string
-	// Why says what is wrong with it, e.g. "units must be positive".
-	Why string
-}
+// invalidError describes an argument the limiter cannot use. It matches ErrInvalid.
+type invalidError struct{ what, why string }
 
-func invalid(what, why string) error { return &InvalidError{What: what, Why: why} }
+func invalid(what, why string) error { return &invalidError{what: what, why: why} }
 
-func (e *InvalidError) Error() string { return "quota: invalid " + e.What + ": " + e.Why }
+func (e *invalidError) Error() string { return "quota: invalid " + e.what + ": " + e.why }
 
 // Is reports whether target is ErrInvalid.
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
 
-// CostError reports a cost larger than one of its limits: such a call can
-// never be admitted. It matches ErrCostExceedsLimit and ErrInvalid.
+// CostError reports a charge of more units than one of its limits holds:
+// such a call can never be admitted. It matches ErrCostExceedsLimit and
+// ErrInvalid.
 type CostError struct {
 	Bucket string // the charge's bucket, e.g. "search"
-	Cost   int64  // the cost asked for, e.g. 1600
-	Limit  Limit  // the limit it exceeds, e.g. 1000/day@America/Los_Angeles
+	Units  int64  // the units asked for, e.g. 1600
+	Limit  Limit  // the limit they exceed, e.g. 1000/day@America/Los_Angeles
 }
 
 func (e *CostError) Error() string {
-	return fmt.Sprintf("quota: cost %d for bucket %q exceeds limit %v", e.Cost, e.Bucket, e.Limit)
+	return fmt.Sprintf("quota: %d units for bucket %q exceed limit %v", e.Units, e.Bucket, e.Limit)
 }
 
 // Is reports whether target is ErrCostExceedsLimit or ErrInvalid.
@@ -77,10 +81,14 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 // redisError wraps a failed command. When the caller's context ended, the
 // context's error is returned instead: the caller gave up, which says
-// nothing about Redis.
+// nothing about Redis. A script that met state of another Redis format
+// returns a *formatError, which is no Redis failure.
 func redisError(ctx context.Context, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
+	}
+	if fe := asFormatError(err); fe != nil {
+		return fe
 	}
 	// A client that honours deadlines may time out a hair before the
 	// context's own timer fires.
@@ -89,6 +97,33 @@ func redisError(ctx context.Context, op string, err error) error {
 	}
 	return &RedisError{Op: op, Err: err}
 }
+
+// formatError reports state of another Redis format; it matches ErrFormat.
+type formatError struct{ msg string }
+
+// asFormatError finds a script's FORMAT error in what Redis answered,
+// which may wrap it ("ERR ... script: <sha>, on @user_script:1.").
+func asFormatError(err error) *formatError {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return nil
+	}
+	msg := re.Error()
+	i := strings.Index(msg, "FORMAT tollgate: ")
+	if i < 0 {
+		return nil
+	}
+	msg = msg[i+len("FORMAT tollgate: "):]
+	for _, tail := range []string{" script: ", " stack traceback"} {
+		if j := strings.Index(msg, tail); j >= 0 {
+			msg = msg[:j]
+		}
+	}
+	return &formatError{msg: msg}
+}
+
+func (e *formatError) Error() string        { return "quota: " + e.msg }
+func (e *formatError) Is(target error) bool { return target == ErrFormat }
 
 // RedisError wraps a failure of Redis or of the connection to it. It matches
 // ErrRedis and unwraps to the client's error.

@@ -14,7 +14,7 @@ import (
 // at once with a *CostError, and that bad input leaves no key behind.
 func testInvalidWritesNothing(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	small := PerWindow(10, time.Minute)
 	big := PerWindow(1000, time.Minute)
@@ -24,8 +24,8 @@ func testInvalidWritesNothing(t *testing.T, b *backend) {
 	if !errors.As(err, &ce) || !errors.Is(err, ErrCostExceedsLimit) {
 		t.Fatalf("cost 11 under a limit of 10: err = %v, want a *CostError", err)
 	}
-	if ce.Cost != 11 || ce.Limit != small || ce.Bucket != "b" {
-		t.Errorf("CostError = %+v, want cost 11, limit %v, bucket b", ce, small)
+	if ce.Units != 11 || ce.Limit != small || ce.Bucket != "b" {
+		t.Errorf("CostError = %+v, want 11 units, limit %v, bucket b", ce, small)
 	}
 	// A valid charge beside an invalid one is not recorded either.
 	if _, err := l.Allow(ctx, s, charge("ok", 1, big), charge("b", 0, big)); !errors.Is(err, ErrInvalid) {
@@ -44,7 +44,7 @@ func testInvalidWritesNothing(t *testing.T, b *backend) {
 
 func TestInvalidInput(t *testing.T) {
 	ctx := context.Background()
-	l := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})) // never reached
+	l := mustNew(t, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})) // never reached
 	minute := PerWindow(10, time.Minute)
 	cases := []struct {
 		name    string
@@ -86,9 +86,6 @@ func TestInvalidInput(t *testing.T) {
 	if err := l.Pause(ctx, "s", "b", -time.Second); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Pause with a negative duration = %v, want ErrInvalid", err)
 	}
-	if _, err := New(nil).Allow(ctx, "s", charge("b", 1, minute)); !errors.Is(err, ErrInvalid) {
-		t.Errorf("nil client: %v, want ErrInvalid", err)
-	}
 }
 
 // TestRedisDown checks that a Redis failure is an error callers can tell
@@ -102,7 +99,7 @@ func TestRedisDown(t *testing.T) {
 	ln.Close() // nothing listens there now
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
-	l := New(c)
+	l := mustNew(t, c)
 	ctx := context.Background()
 	ch := charge("b", 1, PerWindow(10, time.Minute))
 	checks := map[string]error{}
@@ -126,18 +123,34 @@ func TestRedisDown(t *testing.T) {
 	}
 }
 
-func TestClosed(t *testing.T) {
-	l, err := NewEmbedded()
-	if err != nil {
-		t.Fatal(err)
+// TestNewRefusesWhatItCannotUse: a nil client, typed or not, and options
+// it cannot use are errors at construction, never a panic on first use.
+func TestNewRefusesWhatItCannotUse(t *testing.T) {
+	good := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never reached
+	defer good.Close()
+	var nilClient *redis.Client
+	var nilCluster *redis.ClusterClient
+	cases := []struct {
+		name   string
+		client redis.UniversalClient
+		opts   []Option
+	}{
+		{"nil client", nil, nil},
+		{"typed nil *redis.Client", nilClient, nil},
+		{"typed nil *redis.ClusterClient", nilCluster, nil},
+		{"prefix with a brace", good, []Option{WithPrefix("app{1}:")}},
+		{"nil clock", good, []Option{WithClock(nil)}},
+		{"negative pipelines", good, []Option{WithPipelines(-1)}},
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := New(c.client, c.opts...)
+			if !errors.Is(err, ErrInvalid) || l != nil {
+				t.Errorf("New = %v, %v; want nil and an error matching ErrInvalid", l, err)
+			}
+		})
 	}
-	if _, err := l.Allow(context.Background(), "s", charge("b", 1, PerWindow(1, time.Second))); !errors.Is(err, ErrClosed) {
-		t.Errorf("Allow after Close = %v, want ErrClosed", err)
-	}
-	if err := l.Close(); err != nil {
-		t.Errorf("second Close = %v, want nil", err)
+	if _, err := New(good, WithPrefix("app:"), WithPipelines(0), nil); err != nil {
+		t.Errorf("New with good options = %v", err)
 	}
 }

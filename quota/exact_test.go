@@ -15,7 +15,7 @@ import (
 // checks every admitted call's instant: no window (T-W, T] may ever hold
 // more than U units.
 func testExactness(t *testing.T, b *backend) {
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	const units = 400
 	window := 200 * time.Millisecond

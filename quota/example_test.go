@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // The examples decide on a fixed clock so that their output is stable; a
@@ -20,14 +21,18 @@ func fixedClock() time.Time { return noon }
 
 func Example() {
 	ctx := context.Background()
-	lim, err := quota.NewEmbedded(quota.WithClock(fixedClock)) // or quota.New(redisClient)
+	rdb, err := embedded.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lim.Close()
+	defer rdb.Close()
+	lim, err := quota.New(rdb, quota.WithClock(fixedClock)) // or redis.NewClient(...): any Redis
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	// A search costs 100 units of a pool that allows 250 a minute.
-	search := quota.Charge{Bucket: "pool", Cost: 100, Limits: []quota.Limit{quota.PerWindow(250, time.Minute)}}
+	search := quota.Charge{Bucket: "pool", Units: 100, Limits: []quota.Limit{quota.PerWindow(250, time.Minute)}}
 	for range 3 {
 		r, err := lim.Allow(ctx, "project-a", search)
 		if err != nil {
@@ -43,17 +48,21 @@ func Example() {
 
 func ExampleLimiter_Reserve() {
 	ctx := context.Background()
-	lim, err := quota.NewEmbedded(quota.WithClock(fixedClock))
+	rdb, err := embedded.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lim.Close()
+	defer rdb.Close()
+	lim, err := quota.New(rdb, quota.WithClock(fixedClock))
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	perSecond := quota.PerWindow(10, time.Second)
-	lim.Allow(ctx, "project-a", quota.Charge{Bucket: "pool", Cost: 10, Limits: []quota.Limit{perSecond}})
+	lim.Allow(ctx, "project-a", quota.Charge{Bucket: "pool", Units: 10, Limits: []quota.Limit{perSecond}})
 
 	// The window is full: take a hold up to 5s ahead instead of being refused.
-	r, err := lim.Reserve(ctx, "project-a", 5*time.Second, quota.Charge{Bucket: "pool", Cost: 4, Limits: []quota.Limit{perSecond}})
+	r, err := lim.Reserve(ctx, "project-a", 5*time.Second, quota.Charge{Bucket: "pool", Units: 4, Limits: []quota.Limit{perSecond}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,13 +78,17 @@ func ExampleLimiter_Reserve() {
 func ExampleLimiter_Wait() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lim, err := quota.NewEmbedded()
+	rdb, err := embedded.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lim.Close()
+	defer rdb.Close()
+	lim, err := quota.New(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
 
-	hourly := quota.Charge{Bucket: "pool", Cost: 60, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}
+	hourly := quota.Charge{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}
 	for i := range 2 {
 		_, err := lim.Wait(ctx, "project-a", hourly)
 		var refused *quota.RefusedError
@@ -97,18 +110,22 @@ func ExampleLimiter_Wait() {
 
 func ExampleLimiter_Usage() {
 	ctx := context.Background()
-	lim, err := quota.NewEmbedded(quota.WithClock(fixedClock))
+	rdb, err := embedded.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lim.Close()
+	defer rdb.Close()
+	lim, err := quota.New(rdb, quota.WithClock(fixedClock))
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	pacific, err := time.LoadLocation("America/Los_Angeles")
 	if err != nil {
 		log.Fatal(err)
 	}
 	day := quota.PerDay(9500, pacific) // 10,000 a day, less a 5% reserve
-	lim.Allow(ctx, "project-a", quota.Charge{Bucket: "pool", Cost: 100, Limits: []quota.Limit{day}})
+	lim.Allow(ctx, "project-a", quota.Charge{Bucket: "pool", Units: 100, Limits: []quota.Limit{day}})
 
 	u, err := lim.Usage(ctx, "project-a", "pool", day)
 	if err != nil {
@@ -120,32 +137,40 @@ func ExampleLimiter_Usage() {
 }
 
 func ExampleCostError() {
-	lim, err := quota.NewEmbedded()
+	rdb, err := embedded.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lim.Close()
+	defer rdb.Close()
+	lim, err := quota.New(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
 
-	upload := quota.Charge{Bucket: "pool", Cost: 1600, Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}}
+	upload := quota.Charge{Bucket: "pool", Units: 1600, Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}}
 	_, err = lim.Allow(context.Background(), "project-a", upload)
 	fmt.Println(errors.Is(err, quota.ErrCostExceedsLimit))
 	fmt.Println(err)
 	// Output:
 	// true
-	// quota: cost 1600 for bucket "pool" exceeds limit 1000/1h0m0s
+	// quota: 1600 units for bucket "pool" exceed limit 1000/1h0m0s
 }
 
 func ExampleWithPipelines() {
 	ctx := context.Background()
 	// Two pipelines in flight at most: the calls that arrive meanwhile share
 	// the next round trip. WithPipelines(0) would give each its own.
-	lim, err := quota.NewEmbedded(quota.WithClock(fixedClock), quota.WithPipelines(2))
+	rdb, err := embedded.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lim.Close()
+	defer rdb.Close()
+	lim, err := quota.New(rdb, quota.WithClock(fixedClock), quota.WithPipelines(2))
+	if err != nil {
+		log.Fatal(err)
+	}
 
-	perMinute := quota.Charge{Bucket: "pool", Cost: 1, Limits: []quota.Limit{quota.PerWindow(30, time.Minute)}}
+	perMinute := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(30, time.Minute)}}
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
 	for range 50 {

@@ -16,7 +16,7 @@ func testFairnessFIFO(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
 	clock := newFakeClock(t0)
-	l := b.limiter(WithClock(clock.Now))
+	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(100, 10*time.Second)
 
@@ -61,7 +61,7 @@ func testFIFOAcrossBuckets(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 6, 2, 8, 0, 0, 0, time.UTC)
 	clock := newFakeClock(t0)
-	l := b.limiter(WithClock(clock.Now))
+	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	pool := PerWindow(100, 10*time.Second)
 	search := PerWindow(1, 10*time.Second)
@@ -89,7 +89,7 @@ func testFIFOAcrossBuckets(t *testing.T, b *backend) {
 // waiter must be admitted exactly at its first-come turn, and no call
 // decided after it may be admitted before it.
 func testFairnessUnderLoad(t *testing.T, b *backend) {
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	window := 300 * time.Millisecond
 	lim := PerWindow(100, window)

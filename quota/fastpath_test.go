@@ -52,7 +52,7 @@ func testFastPathAgrees(t *testing.T, b *backend) {
 		var c redis.UniversalClient
 		c, paths[i] = b.counted(t)
 		clocks[i] = newFakeClock(start)
-		limiters[i] = New(c, WithClock(clocks[i].Now))
+		limiters[i] = mustNew(t, c, WithClock(clocks[i].Now))
 	}
 	// Calls ask for 22 units/s on average: more than some limits allow, so
 	// that the run has admissions, refusals and holds.

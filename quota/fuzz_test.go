@@ -13,7 +13,7 @@ func FuzzKeyPart(f *testing.F) {
 	for _, s := range []string{"project-a", "a{b}", "}{", "with space", "line\nbreak", "\xff", "#abc", "a:b", strings.Repeat("x", 65)} {
 		f.Add(s, "pool")
 	}
-	l := New(nil)
+	l := &Limiter{prefix: DefaultPrefix}
 	f.Fuzz(func(t *testing.T, scope, bucket string) {
 		part := keyPart(scope)
 		if strings.ContainsAny(part, "{}: \t\r\n") || len(part) > 65 || part == "" {

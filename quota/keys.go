@@ -8,13 +8,27 @@ import (
 // DefaultPrefix starts every key the limiter writes unless WithPrefix says otherwise.
 const DefaultPrefix = "tollgate:"
 
-// Key layout, for a scope S, a bucket B and a window w (see log.lua):
+// format is the Redis format this package reads and writes (see below).
+const format = 1
+
+// Key layout of Redis format 1, for a scope S, a bucket B and a window w
+// (see log.lua):
 //
-//	<prefix>{S}:B:w:log    the log: a list of "<µs>:<cost>:<id>" entries, oldest first
-//	<prefix>{S}:B:w:sum    the units in the log, an integer
-//	<prefix>{S}:B:w:meta   "<until µs>:<head µs>:<expiry µs>"
+//	<prefix>{S}:B:w:log    the log: a list of "<µs>:<units>:<id>" entries, oldest first
+//	<prefix>{S}:B:w:sum    the units in the log and leases, an integer
+//	<prefix>{S}:B:w:meta   "<until µs>:<head µs>:<expiry µs>:1", then ";<id>=<end µs>:<units>" per lease
 //	<prefix>{S}:B:pause    the instant (µs) bucket B may spend again, while paused
 //	<prefix>{S}:pause      the same for the whole scope
+//
+// The format is versioned. Any change to these keys or to how their values
+// are encoded bumps format (and log.lua's FORMAT), and must keep two rules
+// that make processes of adjacent formats safe on one Redis: a reader takes
+// nothing it cannot read exactly for missing or zero (every script stops
+// with a FORMAT error, which the limiter returns as ErrFormat); and a meta
+// of any later format begins with '#' and its number, so that a format-1
+// process falls off its fast path (which compares the meta's first 16
+// characters, all digits, with the clock) and refuses it. Metas written
+// before formats were numbered lack the ":1" and are format 1 all the same.
 //
 // Every key of a scope carries the scope in one {hash tag}, so a decision's
 // keys live on one Redis Cluster slot. Scope, bucket and zone names pass

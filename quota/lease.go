@@ -2,18 +2,10 @@ package quota
 
 import (
 	"context"
-	_ "embed"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-//go:embed lease.lua
-var leaseSource string
-
-var leaseScript = redis.NewScript(logSource + leaseSource)
 
 // A Lease is a block of units of one bucket, taken from a scope's quota in
 // one decision, for one process to spend call by call without asking
@@ -30,7 +22,7 @@ var leaseScript = redis.NewScript(logSource + leaseSource)
 type Lease struct {
 	lim      *Limiter
 	scope    string
-	charge   Charge // Cost: the units asked for
+	charge   Charge // Units: the units asked for
 	id       string
 	granted  int64
 	deadline time.Time // local time after which nothing may be spent
@@ -41,7 +33,7 @@ type Lease struct {
 	endErr error
 }
 
-// Lease takes up to c.Cost units of c.Bucket in scope, under c.Limits, to
+// Lease takes up to c.Units units of c.Bucket in scope, under c.Limits, to
 // be spent until d has passed. It grants what fits now, and only when no
 // hold waits: a lease does not jump the queue. When nothing can be
 // granted it returns a *RefusedError with the time after which a unit
@@ -53,8 +45,8 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 	if d <= 0 {
 		return nil, invalid("lease duration "+d.String(), "must be positive")
 	}
-	if c.Cost <= 0 || c.Cost > MaxUnits {
-		return nil, invalid("lease of "+strconv.FormatInt(c.Cost, 10)+" units", "must be between 1 and MaxUnits")
+	if c.Units <= 0 || c.Units > MaxUnits {
+		return nil, invalid("lease of "+strconv.FormatInt(c.Units, 10)+" units", "must be between 1 and MaxUnits")
 	}
 	if len(c.Limits) == 0 {
 		return nil, invalid("lease for bucket "+strconv.Quote(c.Bucket), "no limits")
@@ -69,7 +61,7 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 	}
 	ls := &Lease{lim: l, scope: scope, charge: c, id: l.idPrefix + "L" + strconv.FormatUint(l.seq.Add(1), 36)}
 	start := time.Now()
-	v, err := l.runLease(ctx, ls, "take", c.Cost, d)
+	v, err := l.runLease(ctx, ls, "take", c.Units, d)
 	if err != nil {
 		return nil, err
 	}
@@ -116,13 +108,6 @@ func (ls *Lease) Granted() int64 { return ls.granted }
 // the lease.
 func (ls *Lease) Deadline() time.Time { return ls.deadline }
 
-// Left returns the units not yet spent.
-func (ls *Lease) Left() int64 {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	return ls.left
-}
-
 // Take spends n units from the lease, when it holds them and has not
 // reached its deadline or been ended; otherwise it spends nothing and
 // reports false.
@@ -134,16 +119,6 @@ func (ls *Lease) Take(n int64) bool {
 	}
 	ls.left -= n
 	return true
-}
-
-// Give puts back n units taken for a call that provably never reached the
-// upstream. It does nothing once the lease has ended.
-func (ls *Lease) Give(n int64) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if !ls.ended && n > 0 {
-		ls.left = min(ls.left+n, ls.granted)
-	}
 }
 
 // End stops the lease and gives back in Redis the units it did not spend;

@@ -1,5 +1,7 @@
--- lease.lua (after log.lua): take a lease of units a process spends on its
--- own, or end one, giving back what it did not spend.
+-- lease.lua: take a lease of units a process spends on its own, or end
+-- one, giving back what it did not spend.
+--
+-- Needs: clock.lua, log.lua.
 --
 -- A lease is taken only when it fits now and no hold waits (it does not
 -- jump the queue), up to the units asked; it counts in the sum from now and
@@ -34,24 +36,20 @@ if op == 'end' then
       if x.id == id then
         local spent = math.min(units, x.u)
         local e = math.min(x.e, now)
-        L.sum, L.leased = L.sum - (x.u - spent), L.leased - x.u
+        L.sum, L.leased = L.sum - x.u, L.leased - x.u
         table.remove(L.leases, j)
-        if spent > 0 then
-          if L.tail <= e then
-            -- What was spent becomes an ordinary entry dated at the end:
-            -- the log stays sorted, and the meta keeps only live leases.
-            if redis.call('RPUSH', L.log, string.format('%d:%d:', e, spent) .. id) == 1 then
-              L.exp = 0 -- a new list: it has no TTL yet
-            end
-            if L.head == 0 then L.head = e end
-            L.tail = e
-          else
+        if spent > 0 and L.tail <= e then
+          -- What was spent becomes an ordinary entry dated at the end:
+          -- the log stays sorted, and the meta keeps only live leases.
+          append(L, e, spent, id, now)
+        else
+          if spent > 0 then
             -- A hold is dated later: keep it a lease record, out of the log.
             L.leases[#L.leases + 1] = {id = id, e = e, u = spent}
-            L.leased = L.leased + spent
+            L.leased, L.sum = L.leased + spent, L.sum + spent
           end
+          save(L, now)
         end
-        save(L, now)
         break
       end
     end
@@ -69,7 +67,7 @@ for _, L in ipairs(limits) do
   if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
 end
 for i = 2 * n + 1, nread do
-  local u = tonumber(read[i])
+  local u = pause_end(KEYS[i], read[i])
   if u and u > t0 then t0 = u end
 end
 local granted = units

@@ -96,25 +96,25 @@ func (l Limit) sameWindow(o Limit) bool {
 	return l.Window.Truncate(time.Microsecond) == o.Window.Truncate(time.Microsecond)
 }
 
-// A Charge asks for Cost units of one bucket of a scope, checked against
-// every limit in Limits. A decision may carry several charges, on several
+// A Charge asks for Units of one bucket of a scope, checked against every
+// limit in Limits. A decision may carry several charges, on several
 // buckets; all are admitted together or not at all.
 type Charge struct {
 	// Bucket names the counter within the scope, e.g. "pool" or "search".
 	Bucket string
-	// Cost is the number of units the call spends, e.g. 100 for a YouTube
-	// search.list. It must be positive and no larger than any of Limits.
-	Cost int64
+	// Units is what the call spends, e.g. 100 for a YouTube search.list. It
+	// must be positive and no larger than any of Limits.
+	Units int64
 	// Limits are the windows the units count in, e.g. a per-day and a
 	// per-hour limit. Each window length may appear once per bucket.
 	Limits []Limit
 }
 
-// validate checks the charge and returns a *CostError when the cost can
+// validate checks the charge and returns a *CostError when its units can
 // never fit one of its limits.
 func (c Charge) validate() error {
-	if c.Cost <= 0 {
-		return invalid(fmt.Sprintf("cost %d for bucket %q", c.Cost, c.Bucket), "cost must be positive")
+	if c.Units <= 0 {
+		return invalid(fmt.Sprintf("charge of %d units to bucket %q", c.Units, c.Bucket), "units must be positive")
 	}
 	if len(c.Limits) == 0 {
 		return invalid(fmt.Sprintf("charge for bucket %q", c.Bucket), "no limits")
@@ -123,8 +123,8 @@ func (c Charge) validate() error {
 		if err := l.Validate(); err != nil {
 			return err
 		}
-		if c.Cost > l.Units {
-			return &CostError{Bucket: c.Bucket, Cost: c.Cost, Limit: l}
+		if c.Units > l.Units {
+			return &CostError{Bucket: c.Bucket, Units: c.Units, Limit: l}
 		}
 	}
 	return nil

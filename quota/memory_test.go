@@ -15,7 +15,7 @@ func TestMemoryPerLoggedCall(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	l := New(c)
+	l := mustNew(t, c)
 	lim := PerWindow(MaxUnits, time.Hour)
 	const calls = 10000
 	for i := range calls {

@@ -2,16 +2,8 @@ package quota
 
 import (
 	"context"
-	_ "embed"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-//go:embed pause.lua
-var pauseSource string
-
-var pauseScript = redis.NewScript(logSource + pauseSource)
 
 // Pause stops every decision on bucket in scope from admitting anything
 // before d has passed, in every process sharing the Redis: callers that may

@@ -1,14 +1,22 @@
--- pause.lua (after log.lua): stop a bucket, or a whole scope, from
--- admitting anything for a while, on the decision clock.
+-- pause.lua: stop a bucket, or a whole scope, from admitting anything for
+-- a while, on the decision clock.
 --
--- KEYS: the pause key (the bucket's or the scope's): the instant in µs at
---       which spending may resume
+-- Needs: clock.lua. (It writes the pause as log.lua's pause_end() reads
+-- it: the instant in µs, as a decimal integer.)
+--
+-- KEYS: the pause key (the bucket's or the scope's)
 -- ARGV: clock (µs, or '' for the server's TIME), duration µs
 -- Reply: the instant the pause ends; a longer pause already set stays.
 
 local now = clock(ARGV[1])
 local resume = now + tonumber(ARGV[2])
-local old = tonumber(redis.call('GET', KEYS[1]))
+local v = redis.call('GET', KEYS[1])
+local old = v and string.match(v, '^%d+$')
+if v and not old then
+  return redis.error_reply('FORMAT tollgate: ' .. KEYS[1] ..
+    ' holds a pause of a Redis format this tollgate cannot read')
+end
+old = tonumber(old)
 if old and old >= resume then return old end
 redis.call('SET', KEYS[1], string.format('%d', resume), 'PX', math.floor((resume - now) / 1000) + 1000)
 return resume

@@ -24,13 +24,13 @@ func TestRestartKeepsWhatWasSpent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			srv := redistest.Start(t, c.args...)
-			l := New(srv.Client(t))
+			l := mustNew(t, srv.Client(t))
 			lim := PerWindow(10, time.Hour)
 			if r := mustAllow(t, l, "s", charge("pool", 8, lim)); !r.OK() {
 				t.Fatal("refused")
 			}
 			srv.Restart(t) // SIGKILL, then the same port and directory
-			l = New(srv.Client(t))
+			l = mustNew(t, srv.Client(t))
 			u, err := l.Usage(ctx, "s", "pool", lim)
 			if err != nil {
 				t.Fatal(err)

@@ -20,6 +20,18 @@
 //
 // Limits are sliding windows ([PerWindow]) or calendar days that reset at
 // local midnight ([PerDay]). Every key carries a TTL, so idle scopes vanish.
+// [Limiter.Record] counts units spent without a decision, [Limiter.Pause]
+// stops a bucket or scope for a while, [Limiter.Lease] hands a process a
+// block of units to spend without a round trip, and [Limiter.Usage] reads
+// what is spent.
+//
+// # Redis format
+//
+// What a Limiter keeps in Redis has a format number, 1 for this version.
+// Every change to the keys or their encoding bumps it, and processes of
+// two adjacent formats sharing a Redis either agree or refuse (ErrFormat)
+// rather than misread each other's state. Give a new format its own prefix
+// ([WithPrefix]) to run it beside the old, or upgrade every process at once.
 //
 // A Limiter is safe for concurrent use by multiple goroutines. Decisions
 // made at the same moment by many goroutines share round trips: they leave
@@ -29,8 +41,9 @@ package quota
 
 import (
 	"context"
-	_ "embed"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -39,18 +52,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed fast.lua
-var fastSource string
-
-//go:embed reserve.lua
-var reserveSource string
-
-// reserveScript is one script in three files: the common case first, then
-// the shared log code, then the general decision.
-var reserveScript = redis.NewScript(fastSource + logSource + reserveSource)
-
-// Limiter admits calls against limits kept in Redis. Create one with [New]
-// or [NewEmbedded]; it is safe for concurrent use.
+// Limiter admits calls against limits kept in Redis. Create one with [New];
+// it is safe for concurrent use, and holds nothing that needs closing.
 type Limiter struct {
 	client   redis.UniversalClient
 	prefix   string
@@ -60,21 +63,23 @@ type Limiter struct {
 	prepared prepared
 	batch    batcher
 	calendar calendarArgs
-	closed   atomic.Bool
-	onClose  func() error // releases what NewEmbedded started
 }
 
-// An Option configures a Limiter.
-type Option func(*Limiter)
+// An Option configures a Limiter; New reports the first option it cannot
+// use.
+type Option func(*Limiter) error
 
-// WithPrefix starts every key with prefix instead of [DefaultPrefix]; limiters
-// sharing a quota must use the same prefix. A prefix containing '{' or '}'
-// is ignored, since it would move keys off their scope's Cluster slot.
+// WithPrefix starts every key with prefix instead of [DefaultPrefix];
+// limiters sharing a quota must use the same prefix, and applications
+// sharing a Redis should each use their own. A prefix may not contain '{'
+// or '}', which would move keys off their scope's Cluster slot.
 func WithPrefix(prefix string) Option {
-	return func(l *Limiter) {
-		if !strings.ContainsAny(prefix, "{}") {
-			l.prefix = prefix
+	return func(l *Limiter) error {
+		if strings.ContainsAny(prefix, "{}") {
+			return invalid(fmt.Sprintf("prefix %q", prefix), "must not contain '{' or '}'")
 		}
+		l.prefix = prefix
+		return nil
 	}
 }
 
@@ -83,62 +88,68 @@ func WithPrefix(prefix string) Option {
 // scripts, and in tests. Every process sharing a quota must then keep a
 // good clock: one running ahead makes the others wait for it.
 func WithClock(now func() time.Time) Option {
-	return func(l *Limiter) { l.clock = now }
+	return func(l *Limiter) error {
+		if now == nil {
+			return invalid("clock", "nil func")
+		}
+		l.clock = now
+		return nil
+	}
 }
 
 // New returns a Limiter that keeps its state in client, which may be a
-// *redis.Client, a *redis.ClusterClient, a failover client or a Ring.
-func New(client redis.UniversalClient, opts ...Option) *Limiter {
+// *redis.Client, a *redis.ClusterClient, a failover client or a Ring. For
+// a single process with no Redis of its own, package quota/embedded runs
+// one in-process. New fails on a nil client (typed nil included) and on
+// an option it cannot use; it does not contact Redis.
+func New(client redis.UniversalClient, opts ...Option) (*Limiter, error) {
+	if isNil(client) {
+		return nil, invalid("redis client", "nil")
+	}
 	l := &Limiter{
 		client:   client,
 		prefix:   DefaultPrefix,
 		idPrefix: strconv.FormatUint(rand.Uint64()>>16, 36) + ".",
-		batch:    batcher{pipelines: DefaultPipelines},
+		batch:    batcher{pipelines: defaultPipelines},
 	}
 	for _, o := range opts {
-		o(l)
+		if o == nil {
+			continue
+		}
+		if err := o(l); err != nil {
+			return nil, err
+		}
 	}
-	return l
+	return l, nil
 }
 
-// Close releases what the limiter owns: for a Limiter from [NewEmbedded], the
-// in-process Redis and its client. A Limiter from [New] leaves its client
-// open; the caller owns it. Calls after Close fail with ErrClosed.
-func (l *Limiter) Close() error {
-	if l.closed.Swap(true) || l.onClose == nil {
-		return nil
+// isNil reports whether c is nil or an interface holding a nil pointer,
+// which go-redis would dereference on the first command.
+func isNil(c redis.UniversalClient) bool {
+	if c == nil {
+		return true
 	}
-	return l.onClose()
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// Client returns the Redis client the limiter uses.
-func (l *Limiter) Client() redis.UniversalClient { return l.client }
-
-// check reports why the limiter cannot run a command now.
+// check reports why the limiter cannot run a command for scope.
 func (l *Limiter) check(scope string) error {
-	if l.closed.Load() {
-		return ErrClosed
-	}
-	if l.client == nil {
-		return invalid("limiter", "nil redis client")
-	}
 	if scope == "" {
 		return invalid("scope", "empty scope name")
 	}
 	return nil
 }
 
-// Special maxWait values for the reserve script, in µs.
-const (
-	noBound = -1 // hold at whatever instant the charges fit
-	record  = -2 // record at once without checking the limits
-)
+// unbounded is the maxwait of a hold that may lie at any instant: further
+// than any calendar a decision is sent, so the limits alone decide.
+const unbounded = int64(1) << 53
 
 // Allow decides at once whether the charges may be spent now. When they may,
 // the units are recorded and the reservation is OK; otherwise nothing is
 // recorded and RetryAfter says when they would fit. An error means no
-// decision was made: invalid input (ErrInvalid, ErrCostExceedsLimit) or a
-// Redis failure (ErrRedis).
+// decision was made: invalid input (ErrInvalid, ErrCostExceedsLimit), a
+// Redis failure (ErrRedis), or state of another Redis format (ErrFormat).
 func (l *Limiter) Allow(ctx context.Context, scope string, charges ...Charge) (*Reservation, error) {
 	return l.reserve(ctx, scope, 0, charges)
 }
@@ -150,7 +161,7 @@ func (l *Limiter) Allow(ctx context.Context, scope string, charges ...Charge) (*
 // beyond maxWait, nothing is recorded and the reservation is not OK. Call
 // Cancel if the call will not be made.
 func (l *Limiter) Reserve(ctx context.Context, scope string, maxWait time.Duration, charges ...Charge) (*Reservation, error) {
-	wait := int64(noBound)
+	wait := unbounded
 	if maxWait >= 0 {
 		wait = maxWait.Microseconds()
 	}
@@ -180,48 +191,110 @@ func (l *Limiter) Wait(ctx context.Context, scope string, charges ...Charge) (*R
 }
 
 // Record writes charges that were spent without the limiter's say, e.g.
-// while Redis could not be reached, so that they count from now on in every
-// window. It checks no limit: the units are spent already, and the limits
-// may end up over-full, which later callers then wait out. The entries are
-// dated now, or after the newest hold, so they count at least as long as
-// the spending they stand for.
-func (l *Limiter) Record(ctx context.Context, scope string, charges ...Charge) (*Reservation, error) {
-	return l.reserve(ctx, scope, record, charges)
+// while Redis could not be reached, or by a program outside tollgate, so
+// that they count from now on in every window. It checks no limit: the
+// units are spent already, and the limits may end up over-full, which
+// later callers then wait out. The entries are dated now, or after the
+// newest hold, so they count at least as long as the spending they stand
+// for.
+func (l *Limiter) Record(ctx context.Context, scope string, charges ...Charge) error {
+	n, err := l.checkCharges(scope, charges)
+	if err != nil {
+		return err
+	}
+	now, clockArg := l.clockArg()
+	keys := make([]string, 0, 3*n)
+	logs := make([]string, 0, n)
+	args := make([]any, 0, 2+2*n)
+	args = append(args, clockArg, l.entryID(l.seq.Add(1)))
+	for _, c := range charges {
+		for _, lim := range c.Limits {
+			w := l.window(scope, c.Bucket, lim)
+			keys = append(keys, w.meta, w.sum)
+			logs = append(logs, w.log)
+			args = append(args, c.Units, l.span(w, lim, &now))
+		}
+	}
+	keys = append(keys, logs...)
+	if err := recordScript.Run(ctx, l.client, keys, args...).Err(); err != nil {
+		return redisError(ctx, "record", err)
+	}
+	return nil
 }
 
-// reserve runs the reserve script with maxWait in µs: 0 asks for an
-// immediate decision, noBound for a hold at any instant, record to record
-// without checking.
-func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+// checkCharges validates a decision's scope and charges, and returns how
+// many windows they name.
+func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
 	if err := l.check(scope); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if len(charges) == 0 {
-		return nil, invalid("charges", "none given")
+		return 0, invalid("charges", "none given")
 	}
 	n := 0
 	for i, c := range charges {
 		if err := c.validate(); err != nil {
-			return nil, err
+			return 0, err
 		}
 		for j, lim := range c.Limits {
 			n++
-			if dup := duplicateWindow(charges, i, j); dup {
-				return nil, invalid("charges", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
+			if duplicateWindow(charges, i, j) {
+				return 0, invalid("charges", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
 			}
 		}
 	}
+	return n, nil
+}
+
+// reserve runs the reserve script with maxWait in µs: 0 asks for an
+// immediate decision.
+func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+	d, err := l.decision(scope, maxWait, charges)
+	if err != nil {
+		return nil, err
+	}
+	reply, late, err := l.runReserve(ctx, d)
+	if late != nil {
+		// The caller gave up while the decision was on its way: give back
+		// what it may admit, so that no units go to a call never made.
+		go func() {
+			<-late.done
+			if r, err := l.reservation(scope, charges, d.seq, late.reply); err == nil && r.ok {
+				_ = r.Cancel(context.Background())
+			}
+		}()
+	}
+	if err != nil {
+		return nil, redisError(ctx, "reserve", err)
+	}
+	r, err := l.reservation(scope, charges, d.seq, reply)
+	if err != nil {
+		return nil, err
+	}
+	if r.ok && r.at > r.now {
+		r.decided = time.Now() // a hold: Wait sleeps from here
+	}
+	return r, nil
+}
+
+// decision checks a decision's input and builds the reserve script's keys
+// and arguments, and the sequence number its entries are named by.
+func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (*decision, error) {
+	n, err := l.checkCharges(scope, charges)
+	if err != nil {
+		return nil, err
+	}
 	now, clockArg := l.clockArg()
-	seq := l.seq.Add(1)
+	d := &decision{seq: l.seq.Add(1)}
 
 	// KEYS: meta and sum per window, the pause of each bucket, the scope's
 	// pause, then the log per window. ARGV: clock, maxwait, entry id, then
-	// per window: cost, room (units less cost), span.
-	keys := make([]string, 0, 3*n+len(charges)+1)
+	// per window: units, room (the limit less units), span.
+	d.keys = make([]string, 0, 3*n+len(charges)+1)
 	var logs [4]string // the windows' logs; more windows spill to the heap
 	windowLogs := logs[:0]
-	args := make([]any, 0, 3+3*n)
-	args = append(args, clockArg, maxWait, l.entryID(seq))
+	d.args = make([]any, 0, 3+3*n)
+	d.args = append(d.args, clockArg, maxWait, l.entryID(d.seq))
 	var scopePause string
 	var pauses [4]string // the buckets' pause keys; more charges spill to the heap
 	bucketPauses := pauses[:0]
@@ -231,38 +304,16 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 			if j == 0 {
 				bucketPauses = append(bucketPauses, w.pause)
 			}
-			keys = append(keys, w.meta, w.sum)
+			d.keys = append(d.keys, w.meta, w.sum)
 			windowLogs = append(windowLogs, w.log)
-			args = append(args, c.Cost, lim.Units-c.Cost, l.span(w, lim, &now))
+			d.args = append(d.args, c.Units, lim.Units-c.Units, l.span(w, lim, &now))
 			scopePause = w.scopePause
 		}
 	}
-	keys = append(keys, bucketPauses...)
-	keys = append(keys, scopePause)
-	keys = append(keys, windowLogs...)
-
-	reply, late, err := l.runReserve(ctx, keys, args)
-	if late != nil {
-		// The caller gave up while the decision was on its way: give back
-		// what it may admit, so that no units go to a call never made.
-		go func() {
-			<-late.done
-			if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
-				_ = r.Cancel(context.Background())
-			}
-		}()
-	}
-	if err != nil {
-		return nil, redisError(ctx, "reserve", err)
-	}
-	r, err := l.reservation(scope, charges, seq, reply)
-	if err != nil {
-		return nil, err
-	}
-	if r.ok && r.at > r.now {
-		r.decided = time.Now() // a hold: Wait sleeps from here
-	}
-	return r, nil
+	d.keys = append(d.keys, bucketPauses...)
+	d.keys = append(d.keys, scopePause)
+	d.keys = append(d.keys, windowLogs...)
+	return d, nil
 }
 
 // reservation reads the reserve script's reply: fast.lua's string or

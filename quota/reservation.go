@@ -2,7 +2,6 @@ package quota
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,11 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-//go:embed cancel.lua
-var cancelSource string
-
-var cancelScript = redis.NewScript(cancelSource)
 
 // A Reservation is the limiter's answer to one decision: admitted at an
 // instant (now or later), or refused with the time after which the cost
@@ -41,9 +35,6 @@ type Reservation struct {
 
 // OK reports whether the charges were admitted, now or at Time.
 func (r *Reservation) OK() bool { return r.ok }
-
-// Scope returns the scope the reservation was made in.
-func (r *Reservation) Scope() string { return r.scope }
 
 // Time returns the instant the charges count from when OK, e.g. now for an
 // immediate admission, or 12:00:03.25 for a hold; when not OK, the earliest
@@ -85,13 +76,13 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 		return nil
 	}
 	r.cancelOnce.Do(func() {
-		// The entries as reserve.lua wrote them: "<at>:<cost>:<id>".
+		// The entries as reserve.lua wrote them: "<at>:<units>:<id>".
 		l := r.lim
 		id := l.entryID(r.seq)
 		var keys []string
 		var args []any
 		for _, c := range r.charges {
-			member := strconv.FormatInt(r.at, 10) + ":" + strconv.FormatInt(c.Cost, 10) + ":" + id
+			member := strconv.FormatInt(r.at, 10) + ":" + strconv.FormatInt(c.Units, 10) + ":" + id
 			for _, lim := range c.Limits {
 				w := l.window(r.scope, c.Bucket, lim)
 				keys = append(keys, w.log, w.meta, w.sum)
@@ -179,7 +170,7 @@ func (r *Reservation) readFast(reply string) error {
 			if err != nil {
 				return errReply(reply)
 			}
-			r.remaining = min(r.remaining, lim.Units-c.Cost-sum)
+			r.remaining = min(r.remaining, lim.Units-c.Units-sum)
 		}
 	}
 	r.remaining = max(r.remaining, 0)

@@ -3,6 +3,8 @@ package quota
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,7 +13,7 @@ import (
 // call's too (for a call that never reached the upstream), exactly once.
 func testCancel(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	lim := PerWindow(10, time.Minute)
 	now := mustAllow(t, l, s, charge("b", 6, lim))
@@ -45,7 +47,7 @@ func testCancel(t *testing.T, b *backend) {
 // testWaitDeadline checks that Wait fails at once, with the RetryAfter, when
 // the cost cannot fit before the context's deadline, and records nothing.
 func testWaitDeadline(t *testing.T, b *backend) {
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	lim := PerWindow(1, 10*time.Second)
 	mustAllow(t, l, s, charge("b", 1, lim))
@@ -70,7 +72,7 @@ func testWaitDeadline(t *testing.T, b *backend) {
 // testWaitCancelled checks that a Wait whose context ends while it sleeps
 // returns promptly and gives its hold back.
 func testWaitCancelled(t *testing.T, b *backend) {
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	lim := PerWindow(1, 10*time.Second)
 	mustAllow(t, l, s, charge("b", 1, lim))
@@ -107,8 +109,8 @@ func testPause(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC)
 	clock := newFakeClock(t0)
-	l := b.limiter(WithClock(clock.Now))
-	other := b.limiter(WithClock(clock.Now))
+	l := b.limiter(t, WithClock(clock.Now))
+	other := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(100, time.Minute)
 
@@ -159,25 +161,29 @@ func testRecord(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
 	clock := newFakeClock(t0)
-	l := b.limiter(WithClock(clock.Now))
+	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(10, time.Minute)
 	mustAllow(t, l, s, charge("b", 8, lim))
 	clock.Add(10 * time.Second)
-	r, err := l.Record(ctx, s, charge("b", 7, lim))
-	if err != nil || !r.OK() || !r.Time().Equal(clock.Now()) {
-		t.Fatalf("Record: OK=%v Time=%v err=%v, want recorded now", r.OK(), r.Time(), err)
+	if err := l.Record(ctx, s, charge("b", 7, lim)); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := keysOf(l, s, "b", lim)
+	last, err := b.client.LIndex(ctx, log, -1).Result()
+	if want := strconv.FormatInt(clock.Now().UnixMicro(), 10) + ":7:"; err != nil || !strings.HasPrefix(last, want) {
+		t.Fatalf("newest entry %q (err %v), want the 7 units recorded now: %q…", last, err, want)
 	}
 	if u := mustUsage(t, l, s, "b", lim); u.Used != 15 {
 		t.Errorf("used %d after recording 7 on top of 8, want 15", u.Used)
 	}
 	// 15 of 10 are counted: a 1-unit call needs 6 units to leave, which
 	// the first entry's 8 do a minute after t0, 50s from now.
-	r = mustAllow(t, l, s, charge("b", 1, lim))
+	r := mustAllow(t, l, s, charge("b", 1, lim))
 	if r.OK() || r.RetryAfter() != 50*time.Second {
 		t.Errorf("after Record: OK=%v RetryAfter=%v, want refused for 50s", r.OK(), r.RetryAfter())
 	}
-	if _, err := l.Record(ctx, s, charge("b", 11, lim)); !errors.Is(err, ErrCostExceedsLimit) {
+	if err := l.Record(ctx, s, charge("b", 11, lim)); !errors.Is(err, ErrCostExceedsLimit) {
 		t.Errorf("Record of more than the limit = %v, want ErrCostExceedsLimit", err)
 	}
 }

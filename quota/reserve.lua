@@ -1,21 +1,22 @@
--- reserve.lua (after fast.lua and log.lua): decide whether a call may spend
--- its cost under every limit it names, and record it when it may, in one
--- atomic step. fast.lua has read the clock (now) and every meta and the
--- pauses (read), and taken the common case.
+-- reserve.lua: decide whether a call may spend its units under every limit
+-- it names, and record it when it may, in one atomic step.
+--
+-- Needs: fast.lua (now, n, nread, read: the clock, and every meta, sum and
+-- pause read in one MGET), which took the common case, and log.lua.
 --
 -- KEYS: meta_1, sum_1, ..., meta_n, sum_n, the pause of each bucket
 --       charged and the scope's, then log_1, ..., log_n: what a decision
 --       reads comes first, for one MGET of a range
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
---       maxwait  how far in µs the admission instant may lie after now;
---                -1 for no bound, 0 for an immediate decision, -2 to
---                record without checking the limits (units already spent)
+--       maxwait  how far in µs the admission instant may lie after now:
+--                0 for an immediate decision
 --       id       a unique suffix for the entries written
---       then per limit: cost, room (its units less cost), span (see limit())
+--       then per limit: units, room (its limit less units), span (see
+--       limit() in log.lua)
 --
 -- Reply: {admitted (1 or 0), now, at, remaining, by}, or fast.lua's string
 --   at: the admission instant when admitted; when refused, the earliest
---   instant the cost would fit given what is recorded.
+--   instant the units would fit given what is recorded.
 --   remaining: the least room left among the limits at now (a lower bound
 --   while expired entries linger in a sum).
 --   by: what set at, when later than now: i > 0 the i-th limit, -i the
@@ -33,8 +34,8 @@ local id = ARGV[3]
 local limits = {}
 for i = 1, n do
   local L = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], ARGV[3 * i + 3])
-  L.cost = tonumber(ARGV[3 * i + 1])
-  L.units = tonumber(ARGV[3 * i + 2]) + L.cost
+  L.need = tonumber(ARGV[3 * i + 1])
+  L.units = tonumber(ARGV[3 * i + 2]) + L.need
   limits[i] = L
 end
 
@@ -51,7 +52,7 @@ for i, L in ipairs(limits) do
   if L.sum > 0 then
     -- Trim when the room is needed, or a window after the oldest entry
     -- left (a day's entries at once); drop leases that have left.
-    local needed = L.sum + L.cost > L.units
+    local needed = L.sum + L.need > L.units
     local stale = L.head ~= 0 and L.head <= c and (L.window == 0 or L.head <= c - L.window)
     local due = false
     for _, x in ipairs(L.leases) do
@@ -63,41 +64,32 @@ for i, L in ipairs(limits) do
 end
 local by = 0
 for i = 2 * n + 1, nread do
-  local u = tonumber(read[i])
+  local u = pause_end(KEYS[i], read[i])
   if u and u > t0 then t0, by = u, -(i - 2 * n) end
 end
 
 local at, beyond = t0, false
 local remaining = nil
 for i, L in ipairs(limits) do
-  if maxwait ~= -2 then
-    local f = fit(L, t0, L.cost)
-    if not f then
-      beyond, by = true, i
-    elseif f > at then
-      at, by = f, i
-    end
+  local f = fit(L, t0, L.need)
+  if not f then
+    beyond, by = true, i
+  elseif f > at then
+    at, by = f, i
   end
   local room = L.units - L.sum
   if not remaining or room < remaining then remaining = room end
 end
 
-if beyond or (maxwait >= 0 and at - now > maxwait) then
+if beyond or at - now > maxwait then
   for _, L in ipairs(limits) do
     if L.dirty then save(L, now) end
   end
   return {0, now, at, math.max(remaining, 0), by}
 end
 
-local at_stamp = string.format('%d:', at)
 for _, L in ipairs(limits) do
-  if redis.call('RPUSH', L.log, at_stamp .. string.format('%d:', L.cost) .. id) == 1 then
-    L.exp = 0 -- a new list: it has no TTL yet
-  end
-  if L.head == 0 then L.head = at end
-  L.sum = L.sum + L.cost
-  L.tail = at
-  save(L, now)
+  append(L, at, L.need, id, now)
   remaining = math.min(remaining, L.units - L.sum)
 end
 return {1, now, at, math.max(remaining, 0), by}

@@ -32,7 +32,7 @@ func sumOf(l *Limiter, s, bucket string, lim Limit) string {
 // writes one entry, like a 1-unit call.
 func testOneEntryPerCall(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	lim := PerWindow(1000, time.Minute)
 	mustAllow(t, l, s, charge("b", 100, lim))
@@ -54,7 +54,7 @@ func testOneEntryPerCall(t *testing.T, b *backend) {
 // failover, SCRIPT FLUSH) causes no error: EVALSHA falls back to EVAL.
 func testScriptFlush(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	lim := PerWindow(10, time.Minute)
 	steps := []struct {
@@ -89,7 +89,7 @@ func testScriptFlush(t *testing.T, b *backend) {
 func testTTLs(t *testing.T, b *backend) {
 	ctx := context.Background()
 	la := mustLoad(t, "America/Los_Angeles")
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	minute := PerWindow(10, time.Minute)
 	day := PerDay(100, la)
@@ -144,8 +144,8 @@ func testSameMicrosecond(t *testing.T, b *backend) {
 	ctx := context.Background()
 	const us = 1763771234567891
 	clock := newFakeClock(time.UnixMicro(us))
-	l := b.limiter(WithClock(clock.Now))
-	other := b.limiter(WithClock(clock.Now)) // another process, its own ids
+	l := b.limiter(t, WithClock(clock.Now))
+	other := b.limiter(t, WithClock(clock.Now)) // another process, its own ids
 	s := scope(t, "s")
 	lim := PerWindow(10, time.Minute)
 	for _, lm := range []*Limiter{l, l, other} {
@@ -179,9 +179,9 @@ func testSameMicrosecond(t *testing.T, b *backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// until:head:exp
-	if f := strings.Split(m, ":"); len(f) != 3 || f[1] != strconv.Itoa(us) {
-		t.Errorf("meta = %q, want the head at %d", m, us)
+	// until:head:exp:format
+	if f := strings.Split(m, ":"); len(f) != 4 || f[1] != strconv.Itoa(us) || f[3] != strconv.Itoa(format) {
+		t.Errorf("meta = %q, want the head at %d and format %d", m, us, format)
 	}
 	if sum, err := b.client.Get(ctx, sumOf(l, s, "b", lim)).Result(); err != nil || sum != "3" {
 		t.Errorf("sum = %q (%v), want 3", sum, err)
@@ -191,7 +191,7 @@ func testSameMicrosecond(t *testing.T, b *backend) {
 // testMetaRebuilt checks that a lost running sum is rebuilt from the log.
 func testMetaRebuilt(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	lim := PerWindow(7, time.Minute)
 	for range 3 {
@@ -222,7 +222,7 @@ func testMetaRebuilt(t *testing.T, b *backend) {
 // testHostileNames checks that scope and bucket names from users cannot
 // break a key's hash tag or reach another scope's keys.
 func testHostileNames(t *testing.T, b *backend) {
-	l := b.limiter()
+	l := b.limiter(t)
 	lim := PerWindow(1, time.Minute)
 	var names []string
 	for _, n := range []string{
@@ -255,7 +255,7 @@ func testHostileNames(t *testing.T, b *backend) {
 // be spent again: the README asks for noeviction.
 func testLogEvicted(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	lim := PerWindow(10, time.Hour)
 	mustAllow(t, l, s, charge("b", 10, lim))

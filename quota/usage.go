@@ -2,20 +2,9 @@ package quota
 
 import (
 	"context"
-	_ "embed"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-//go:embed log.lua
-var logSource string
-
-//go:embed usage.lua
-var usageSource string
-
-var usageScript = redis.NewScript(logSource + usageSource)
 
 // Usage is how much of one limit of a bucket is spent, read at one instant.
 // Instants are on the clock the limiter decides with.

@@ -16,7 +16,7 @@ func testWindowBoundaryBurst(t *testing.T, b *backend) {
 	window := 10 * time.Second
 	boundary := time.Date(2026, 3, 2, 12, 0, 10, 0, time.UTC) // a multiple of 10s
 	clock := newFakeClock(boundary.Add(-100 * time.Millisecond))
-	l := b.limiter(WithClock(clock.Now))
+	l := b.limiter(t, WithClock(clock.Now))
 
 	burst := func(s string, c Charge) (admitted int) {
 		for range limit {
@@ -53,7 +53,7 @@ func testWindowBoundaryBurst(t *testing.T, b *backend) {
 func testRetryAfterExact(t *testing.T, b *backend) {
 	t0 := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 	clock := newFakeClock(t0)
-	l := b.limiter(WithClock(clock.Now))
+	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(10, 10*time.Second)
 
@@ -102,7 +102,7 @@ func testRetryAfterExact(t *testing.T, b *backend) {
 // testRetryAfterRedisClock checks RetryAfter on the server's own clock: it
 // equals the instant the oldest entry leaves, minus the refusal's instant.
 func testRetryAfterRedisClock(t *testing.T, b *backend) {
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	window := 5 * time.Second
 	c := charge("b", 1, PerWindow(5, window))
@@ -129,7 +129,7 @@ func testRetryAfterRedisClock(t *testing.T, b *backend) {
 // records nothing anywhere when one of them refuses.
 func testAllOrNothing(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter()
+	l := b.limiter(t)
 	s := scope(t, "s")
 	pool := PerWindow(100, time.Minute)
 	search := PerWindow(2, time.Minute)

@@ -29,11 +29,11 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/ytsim"
@@ -88,9 +88,9 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	host, _ := url.Parse(base)
 
 	rep := newReport(out, c.regions)
-	pol := tollgate.Policy{OnRefusal: tollgate.Wait, MaxWait: c.waitLimit()}
+	pol := tollgate.Policy{OnRefusal: tollgate.WaitTurn, MaxWait: c.waitLimit()}
 	if c.policy == "error" {
-		pol.OnRefusal = tollgate.Error
+		pol.OnRefusal = tollgate.FailFast
 	}
 	table := youtube.Granular(host.Host)
 	if c.table == "classic" {
@@ -102,9 +102,11 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		SearchQuota:    c.searchQuota,
 		Window:         c.window,
 		ReservePercent: -1,
-		Buckets:        nil,
-		Policy:         tollgate.Policies(pol, nil),
-		OnDecision:     rep.decision,
+		Tollgate: tollgate.Config{
+			Policy:     tollgate.Policies(pol, nil),
+			OnWait:     rep.waiting,
+			OnDecision: rep.decision,
+		},
 	}
 	if c.reserve > 0 {
 		// The reserve is given in pool units; keep the same share of
@@ -125,15 +127,17 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		runCtx, cancel = context.WithTimeout(ctx, c.duration)
 		defer cancel()
 	}
-	var wg sync.WaitGroup
+	// Regions run side by side; one region's failure ends its own passes,
+	// not the others'.
+	var regions errgroup.Group
 	for _, region := range c.regions {
-		wg.Go(func() {
+		regions.Go(func() error {
 			rctx := withRegion(runCtx, region)
 			for n := 1; ; n++ {
 				res, err := a.pass(rctx, region)
 				rep.passDone(rctx, region, n, res, err)
 				if c.duration == 0 || runCtx.Err() != nil {
-					return
+					return nil
 				}
 				var qe *tollgate.QuotaError
 				if errors.As(err, &qe) {
@@ -141,15 +145,15 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 					select {
 					case <-time.After(qe.RetryAfter):
 					case <-runCtx.Done():
-						return
+						return nil
 					}
 				} else if err != nil {
-					return
+					return nil
 				}
 			}
 		})
 	}
-	wg.Wait()
+	regions.Wait()
 
 	fmt.Fprintln(out)
 	buckets := []string{youtube.Pool}
@@ -158,10 +162,19 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	}
 	rep.table(buckets)
 	units, upstream, failed := rep.totals()
-	fmt.Fprintf(out, "\nquota: %d pool units per %s, %d after a reserve of %d; spent %d pool units in all",
-		c.quota, c.windowName(), c.quota-c.reserve, c.reserve, units[youtube.Pool])
+	// What the Transport enforces: each quota less its reserve.
+	enforced := func(bucket string) int64 {
+		u, err := tr.Usage(ctx, youtube.DefaultPool, bucket)
+		if err != nil || len(u) == 0 {
+			return 0
+		}
+		return u[0].Limit.Units
+	}
+	fmt.Fprintf(out, "\nquota: %d pool units per %s, %d after the reserve; spent %d pool units in all",
+		c.quota, c.windowName(), enforced(youtube.Pool), units[youtube.Pool])
 	if c.table == "granular" {
-		fmt.Fprintf(out, ", %d search calls (%d per %s)", units[youtube.Search], c.searchQuota, c.windowName())
+		fmt.Fprintf(out, ", %d search calls (%d per %s, %d after the reserve)",
+			units[youtube.Search], c.searchQuota, c.windowName(), enforced(youtube.Search))
 	}
 	fmt.Fprintln(out)
 	if sim != nil {

@@ -55,6 +55,22 @@ func (r *report) line(format string, args ...any) {
 	fmt.Fprintf(r.out, "%6.1fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
+// waiting is the Transport's wait hook: it tells who waits, for what, and
+// until when.
+func (r *report) waiting(ctx context.Context, d tollgate.Decision) {
+	region, _ := ctx.Value(regionKey{}).(string)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.regions[region] == nil {
+		return
+	}
+	until := time.Until(d.At)
+	if until < 500*time.Millisecond {
+		return
+	}
+	r.line("[%s] waits %.1fs for its turn: %s (until %.1fs)", region, until.Seconds(), d.Endpoint, d.At.Sub(r.start).Seconds())
+}
+
 // decision is the Transport's decision hook: it counts units and waits per
 // region, and tells of long waits as they end.
 func (r *report) decision(ctx context.Context, d tollgate.Decision) {

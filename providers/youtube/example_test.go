@@ -38,10 +38,18 @@ func Example() {
 		log.Fatal(err)
 	}
 	resp.Body.Close()
-	u, err := tr.Limiter().Usage(resp.Request.Context(), youtube.DefaultPool, youtube.Pool, quota.PerDay(9500, youtube.Pacific()))
+	// What the Transport counts: the day's quota less its 5% reserve, and
+	// the hourly smoothing limit.
+	usage, err := tr.Usage(resp.Request.Context(), youtube.DefaultPool, youtube.Pool)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(resp.Status, "- pool units used today:", u.Used, "of", 9500)
-	// Output: 200 OK - pool units used today: 1 of 9500
+	for _, u := range usage {
+		fmt.Printf("%s: used %d of %d\n", u.Limit, u.Used, u.Limit.Units)
+	}
+	fmt.Println(resp.Status)
+	// Output:
+	// 9500/day@America/Los_Angeles: used 1 of 9500
+	// 399/1h0m0.05s: used 1 of 399
+	// 200 OK
 }

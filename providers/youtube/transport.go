@@ -3,7 +3,7 @@ package youtube
 import (
 	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"net/http"
 	"time"
 
@@ -12,14 +12,20 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // DefaultPool names the pool of the keys given to NewTransport when
-// Options.Pools is nil.
+// Options.Pools is nil; it is the scope their requests spend, e.g. for
+// Transport.Usage.
 const DefaultPool = "default"
 
 // Options tune NewTransport; the zero value means the defaults.
 type Options struct {
+	// Base sends the requests that are admitted. nil means
+	// http.DefaultTransport.
+	Base http.RoundTripper
+
 	// Pools groups API keys by the Cloud project that owns them: pool name
 	// (e.g. the project id) to keys. Keys in one pool share one quota, since
 	// the quota is the project's. nil puts every key in DefaultPool.
@@ -48,17 +54,14 @@ type Options struct {
 	// extended with buckets of your own.
 	Buckets map[string]tollgate.Bucket
 
-	// Policy, Lease, Transit, LocalShare, Base, OnDecision, OnSwitch and
-	// Logger are passed to the tollgate.Transport. When Policy fails over,
-	// the routes are the pools in name order, each with its own key.
-	Policy     tollgate.PolicyFunc
-	Lease      tollgate.LeaseFunc
-	Transit    time.Duration
-	LocalShare float64
-	Base       http.RoundTripper
-	OnDecision tollgate.DecisionHook
-	OnSwitch   tollgate.SwitchHook
-	Logger     *slog.Logger
+	// Tollgate holds the Transport's other settings: Policy, Lease,
+	// Transit, Local and LocalShare, the hooks and Logger, and Routes of
+	// your own (tried after the pools, e.g. a cache). NewTransport fills in
+	// the rest from the fields above and its arguments: setting Base,
+	// Limiter, Costs, Buckets, Scope or Upstream here is an error. When
+	// Policy fails over, the routes are the pools in name order, each with
+	// its own key.
+	Tollgate tollgate.Config
 }
 
 // Transport meters YouTube Data API calls. It is a tollgate.Transport that
@@ -66,21 +69,27 @@ type Options struct {
 // with requests that carry none. Close it when done.
 type Transport struct {
 	*tollgate.Transport
-	key   string         // sent with requests that carry no key
-	owned *quota.Limiter // the embedded Redis, when NewTransport started one
+	key   credential // sent with requests that carry no key
+	owned io.Closer  // the in-process Redis, when NewTransport started one
 }
 
 // NewTransport returns a ready http.RoundTripper for the YouTube Data API
 // from API keys, a Redis client shared by every process spending the same
 // projects (nil runs an in-process Redis, for a single process), and
-// options (nil for the defaults).
+// options (nil for the defaults). It checks the whole configuration: an
+// error here is one the first request would otherwise meet.
 //
 // Requests may carry a key (the key query parameter or X-Goog-Api-Key);
 // the key's pool is the scope. Requests without one get the first key of
-// the first pool.
+// the first pool. Prefer the header: a key in the URL appears in the
+// *url.Error that net/http returns when a request fails to send.
 func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Transport, error) {
 	if opts == nil {
 		opts = &Options{}
+	}
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
 	}
 	pools := opts.Pools
 	if pools == nil {
@@ -92,48 +101,78 @@ func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Tra
 	if err != nil {
 		return nil, err
 	}
-	table := opts.Table
+	cfg.Scope = scope
+	cfg.Routes = append(routes, cfg.Routes...)
+
+	t := &Transport{key: credential(first)}
+	if rdb == nil {
+		local, err := embedded.New()
+		if err != nil {
+			return nil, fmt.Errorf("youtube: %w", err)
+		}
+		rdb, t.owned = local, local
+	}
+	if cfg.Limiter, err = quota.New(rdb); err != nil {
+		return nil, t.fail(fmt.Errorf("youtube: %w", err))
+	}
+	if t.Transport, err = tollgate.New(cfg); err != nil {
+		return nil, t.fail(fmt.Errorf("youtube: %w", err))
+	}
+	return t, nil
+}
+
+// fail releases what NewTransport started before returning err.
+func (t *Transport) fail(err error) error {
+	if t.owned != nil {
+		t.owned.Close()
+	}
+	return err
+}
+
+// config checks the options and assembles the tollgate.Config they ask
+// for, all but the scope, routes and limiter.
+func (o *Options) config() (tollgate.Config, error) {
+	cfg := o.Tollgate
+	switch {
+	case cfg.Base != nil:
+		return cfg, errors.New("youtube: set Options.Base, not Options.Tollgate.Base")
+	case cfg.Limiter != nil:
+		return cfg, errors.New("youtube: Options.Tollgate.Limiter is set: NewTransport builds the limiter on the Redis client it is given")
+	case cfg.Costs != nil:
+		return cfg, errors.New("youtube: set the cost table in Options.Table, not Options.Tollgate.Costs")
+	case cfg.Buckets != nil:
+		return cfg, errors.New("youtube: set bucket limits in Options.Buckets, not Options.Tollgate.Buckets")
+	case cfg.Scope != nil:
+		return cfg, errors.New("youtube: Options.Tollgate.Scope is set: the scope is the pool of the request's key (Options.Pools)")
+	case cfg.Upstream != nil:
+		return cfg, errors.New("youtube: Options.Tollgate.Upstream is set: NewTransport reads YouTube's responses itself")
+	}
+	for name, v := range map[string]int64{
+		"Quota": o.Quota, "SearchQuota": o.SearchQuota, "UploadQuota": o.UploadQuota,
+		"BatchStatsQuota": o.BatchStatsQuota, "ReserveUnits": o.ReserveUnits,
+	} {
+		if v < 0 {
+			return cfg, fmt.Errorf("youtube: Options.%s is %d; it must not be negative", name, v)
+		}
+	}
+	if o.Window < 0 {
+		return cfg, fmt.Errorf("youtube: Options.Window is %v; it must not be negative", o.Window)
+	}
+	table := o.Table
 	if len(table.Rules) == 0 {
 		table = Granular()
 	}
 	ct, err := costs.New(table)
 	if err != nil {
-		return nil, fmt.Errorf("youtube: %w", err)
-	}
-	buckets := opts.buckets()
-
-	t := &Transport{key: first}
-	lim := (*quota.Limiter)(nil)
-	if rdb == nil {
-		if lim, err = quota.NewEmbedded(); err != nil {
-			return nil, fmt.Errorf("youtube: %w", err)
-		}
-		t.owned = lim
-	} else {
-		lim = quota.New(rdb)
+		return cfg, fmt.Errorf("youtube: %w", err)
 	}
 	reset := NextReset
-	if opts.Window > 0 {
-		w := opts.Window
+	if o.Window > 0 {
+		w := o.Window
 		reset = func(now time.Time) time.Time { return now.Add(w) }
 	}
-	t.Transport = &tollgate.Transport{
-		Base:       opts.Base,
-		Limiter:    lim,
-		Costs:      ct,
-		Buckets:    buckets,
-		Scope:      scope,
-		Policy:     opts.Policy,
-		Lease:      opts.Lease,
-		Transit:    opts.Transit,
-		Routes:     routes,
-		LocalShare: opts.LocalShare,
-		Upstream:   Upstream(reset),
-		OnDecision: opts.OnDecision,
-		OnSwitch:   opts.OnSwitch,
-		Logger:     opts.Logger,
-	}
-	return t, nil
+	cfg.Base, cfg.Costs, cfg.Buckets, cfg.Upstream = o.Base, ct, o.buckets(), Upstream(reset)
+	return cfg, nil
 }
 
 // RoundTrip sends req through the quota, with the default key when it
@@ -141,7 +180,7 @@ func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Tra
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.key != "" && keyOf(req) == "" && tollgate.BearerToken(req) == "" {
 		req = req.Clone(req.Context())
-		req.Header.Set(keyHeader, t.key)
+		req.Header.Set(keyHeader, string(t.key))
 	}
 	return t.Transport.RoundTrip(req)
 }
@@ -155,10 +194,6 @@ func (t *Transport) Close() error {
 	}
 	return err
 }
-
-// Limiter returns the limiter the Transport spends from, for status
-// displays (quota.Limiter.Usage).
-func (t *Transport) Limiter() *quota.Limiter { return t.Transport.Limiter }
 
 // buckets returns the limits of the granular and classic buckets.
 func (o *Options) buckets() map[string]tollgate.Bucket {

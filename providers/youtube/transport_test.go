@@ -104,9 +104,9 @@ func TestKeySentInHeaderNotURL(t *testing.T) {
 func TestKeysOfOneProjectShareItsQuota(t *testing.T) {
 	f := newFake(t)
 	tr := newTestTransport(t, f, nil, Options{
-		Pools:  map[string][]string{"project-a": {"A1", "A2"}, "project-b": {"B1"}},
-		Quota:  250,
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Error}, nil),
+		Pools:    map[string][]string{"project-a": {"A1", "A2"}, "project-b": {"B1"}},
+		Quota:    250,
+		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)},
 	})
 	search := f.URL + "/youtube/v3/search?part=snippet&q=go&key="
 	for _, k := range []string{"A1", "A2"} {
@@ -131,9 +131,9 @@ func TestKeysOfOneProjectShareItsQuota(t *testing.T) {
 func TestFailoverToAnotherProject(t *testing.T) {
 	f := newFake(t)
 	tr := newTestTransport(t, f, nil, Options{
-		Pools:  map[string][]string{"project-a": {"A1"}, "project-b": {"B1"}},
-		Quota:  100,
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Error}, nil),
+		Pools:    map[string][]string{"project-a": {"A1"}, "project-b": {"B1"}},
+		Quota:    100,
+		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.FailFast}, nil)},
 	})
 	search := f.URL + "/youtube/v3/search?part=snippet&q=go&key=A1"
 	for range 2 {

@@ -34,10 +34,10 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// Reasons returns the reasons a YouTube error body gives, e.g.
+// reasons returns the reasons a YouTube error body gives, e.g.
 // ["quotaExceeded"], from both the classic "errors" list and the newer
 // "details" list. A body that is not such JSON has none.
-func Reasons(body []byte) []string {
+func reasons(body []byte) []string {
 	var e apiError
 	if json.Unmarshal(body, &e) != nil {
 		return nil
@@ -55,10 +55,6 @@ func Reasons(body []byte) []string {
 	}
 	return out
 }
-
-// ReadResponse reads YouTube's quota signals for a project whose quota
-// resets at the Pacific midnight; see Upstream.
-var ReadResponse = Upstream(NextReset)
 
 // Upstream returns a tollgate.UpstreamFunc for YouTube, given when a spent
 // quota comes back:
@@ -86,7 +82,7 @@ func Upstream(reset func(now time.Time) time.Time) tollgate.UpstreamFunc {
 			// A date already past still means "not this instant".
 			return tollgate.Verdict{Spent: true, Pause: max(d, time.Second)}
 		}
-		for _, r := range Reasons(body) {
+		for _, r := range reasons(body) {
 			switch r {
 			case "quotaExceeded", "dailyLimitExceeded":
 				buckets := make([]string, len(e.Charges))

@@ -21,7 +21,7 @@ func fixture(t *testing.T, name string) string {
 	return string(b)
 }
 
-func TestReadResponse(t *testing.T) {
+func TestUpstream(t *testing.T) {
 	search := costs.Endpoint{Name: "search.list", Charges: []costs.Charge{{Bucket: Search, Units: 1}}}
 	midnight := func(now time.Time) time.Time { return now.Add(3 * time.Hour) }
 	read := Upstream(midnight)
@@ -69,15 +69,15 @@ func TestReadResponse(t *testing.T) {
 }
 
 func TestReasons(t *testing.T) {
-	if got := Reasons([]byte(fixture(t, "quotaExceeded.json"))); !slices.Equal(got, []string{"quotaExceeded"}) {
-		t.Errorf("Reasons(quotaExceeded) = %v", got)
+	if got := reasons([]byte(fixture(t, "quotaExceeded.json"))); !slices.Equal(got, []string{"quotaExceeded"}) {
+		t.Errorf("reasons(quotaExceeded) = %v", got)
 	}
-	if got := Reasons([]byte(fixture(t, "resourceExhausted.json"))); !slices.Equal(got, []string{"RATE_LIMIT_EXCEEDED"}) {
-		t.Errorf("Reasons(resourceExhausted) = %v", got)
+	if got := reasons([]byte(fixture(t, "resourceExhausted.json"))); !slices.Equal(got, []string{"RATE_LIMIT_EXCEEDED"}) {
+		t.Errorf("reasons(resourceExhausted) = %v", got)
 	}
 	for _, bad := range []string{"", "null", "[]", `{"error":"quotaExceeded"}`, fixture(t, "html.txt")} {
-		if got := Reasons([]byte(bad)); len(got) != 0 {
-			t.Errorf("Reasons(%.20q) = %v, want none", bad, got)
+		if got := reasons([]byte(bad)); len(got) != 0 {
+			t.Errorf("reasons(%.20q) = %v, want none", bad, got)
 		}
 	}
 }

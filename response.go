@@ -1,0 +1,48 @@
+package tollgate
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// read hands the response to the upstream reader. When it says the quota
+// is spent, every worker is paused (in Redis, or on the limiter that
+// decided) and the caller gets a *QuotaError instead of the response.
+func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Response) (*http.Response, error) {
+	v := t.upstream(resp, c.endpoint)
+	if !v.Spent {
+		return resp, nil
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+	resp.Body.Close()
+
+	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: o.scope(c), Units: c.endpoint.Units(), RetryAfter: v.Pause, Upstream: true}
+	buckets := v.Buckets
+	if len(buckets) == 0 {
+		buckets = []string{""}
+	} else {
+		qe.Bucket = buckets[0]
+		qe.Units = unitsOf(c.endpoint, buckets[0])
+	}
+	now := t.now()
+	for _, b := range buckets {
+		t.exhausted.note(qe.Scope, b, 0, true, now.Add(v.Pause), now)
+	}
+	if o.by != nil && v.Pause > 0 {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		for _, b := range buckets {
+			if err := o.by.lim.Pause(pctx, qe.Scope, b, v.Pause); err != nil {
+				t.log(ctx, slog.LevelWarn, "tollgate: could not record the upstream's quota signal",
+					slog.String("scope", qe.Scope), slog.String("bucket", b), slog.Any("err", err))
+			}
+		}
+	}
+	t.log(ctx, slog.LevelWarn, "tollgate: upstream reports its quota spent",
+		slog.String("endpoint", qe.Endpoint), slog.String("scope", qe.Scope),
+		slog.Any("buckets", v.Buckets), slog.Duration("pause", v.Pause), slog.Int("status", resp.StatusCode))
+	return nil, qe
+}

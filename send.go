@@ -1,0 +1,83 @@
+package tollgate
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+)
+
+// send sends an admitted request on its route's base, or the Transport's.
+// A request that provably never reached the upstream gets its units back.
+//
+// A reserved request goes out as a copy carrying a trace, to tell whether
+// it reached the upstream; a deep copy only when a route rewrites it. A
+// request spent from a lease goes as it is: a unit it loses to a failed
+// dial only makes the lease end sooner.
+func (t *Transport) send(c *call, o outcome) (*http.Response, error) {
+	var trace *sendTrace
+	out := c.req
+	if o.res != nil {
+		trace = new(sendTrace)
+		out = c.req.WithContext(trace.attach(c.req.Context()))
+	}
+	base := t.base
+	if o.route != nil {
+		if o.route.Rewrite != nil {
+			out = c.req.Clone(out.Context())
+			o.route.Rewrite(out)
+		}
+		if o.route.Base != nil {
+			base = o.route.Base
+		}
+	}
+	resp, err := base.RoundTrip(out)
+	if err != nil && trace != nil && trace.neverSent(err) {
+		t.refund(c, o)
+	}
+	return resp, err
+}
+
+// refund gives back the units of a request that never reached the upstream.
+func (t *Transport) refund(c *call, o outcome) {
+	ctx := c.req.Context()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := o.res.Cancel(cctx); err != nil {
+		t.log(ctx, slog.LevelWarn, "tollgate: could not refund a request that was never sent",
+			slog.String("endpoint", c.endpoint.Name), slog.Any("err", err))
+	}
+}
+
+// sendTrace watches a request go out, to tell a request that provably never
+// reached the upstream (its units may be given back) from one that may have
+// (the upstream may have charged it, so its units stay spent).
+type sendTrace struct {
+	gotConn atomic.Bool
+}
+
+// attach returns ctx with the trace added to any the caller set.
+func (s *sendTrace) attach(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { s.gotConn.Store(true) },
+	})
+}
+
+// neverSent reports whether the request failed before any connection to the
+// upstream existed: the transport never got a connection, and the error is
+// a failed dial or name lookup. Anything else may have reached the upstream.
+func (s *sendTrace) neverSent(err error) bool {
+	if s.gotConn.Load() {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
