@@ -44,6 +44,7 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 	downClient := limiterOn(t, quickClient(t, "127.0.0.1:1")) // nothing listens there
 
 	var brokenPolicy atomic.Bool // a PolicyFunc that turns bad after New checked it
+	var cancelWait context.CancelFunc
 	cases := []struct {
 		name    string
 		setup   func(t *testing.T, cfg *tollgate.Config)
@@ -64,13 +65,14 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 		}},
 		{name: "cancelled while waiting", path: "/v1/upload", wantErr: context.Canceled,
 			ctx: func() (context.Context, context.CancelFunc) {
-				// A deadline far enough for a hold, cancelled before it is due.
+				// A deadline far enough for a hold, cancelled once it waits.
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
-				go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+				cancelWait = cancel
 				return ctx, cancel
 			},
 			setup: func(t *testing.T, cfg *tollgate.Config) {
 				cfg.Policy = tollgate.Policies(tollgate.Policy{MaxWait: -1}, nil)
+				cfg.OnWait = func(context.Context, tollgate.Decision) { cancelWait() }
 				full(t, "cancelled while waiting")
 			}},
 		{name: "redis down, fail closed", path: "/v1/upload", wantErr: tollgate.ErrUnavailable, setup: func(t *testing.T, cfg *tollgate.Config) {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/quota"
 )
 
 // commandCounter counts the commands a go-redis client sends.
@@ -30,16 +31,20 @@ func TestKnownExhaustedRefusesWithoutARoundTrip(t *testing.T) {
 	_, rc := realRedis(t)
 	var counter commandCounter
 	rc.AddHook(&counter)
-	lim := limiterOn(t, rc)
+	// Redis and the Transport decide on one clock the test moves.
+	clock := newFakeClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
+	lim := limiterOn(t, rc, quota.WithClock(clock.Now))
 	up := newUpstream(t)
 	var d decisions
-	window := 400 * time.Millisecond
+	window := time.Minute
 	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
 		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
 		OnDecision: d.hook,
 	})
+	tollgate.SetClock(tr, clock.Now)
 	fill(t, lim, tollgate.DefaultScope, 100, 150, window)
+	clock.Add(time.Second)
 
 	// search.list costs 100 of the pool: Redis refuses it.
 	_, err := get(t, tr, up.URL+"/v1/search")
@@ -47,8 +52,12 @@ func TestKnownExhaustedRefusesWithoutARoundTrip(t *testing.T) {
 	if !errors.As(err, &qe) || qe.Bucket != "pool" {
 		t.Fatalf("first search: %v, want refused for the pool", err)
 	}
+	if qe.RetryAfter != window-time.Second {
+		t.Fatalf("first search: retry after %v, want %v", qe.RetryAfter, window-time.Second)
+	}
 	asked := counter.n
 	for range 20 {
+		clock.Add(time.Second)
 		if _, err := get(t, tr, up.URL+"/v1/search"); !errors.As(err, &qe) || qe.RetryAfter <= 0 {
 			t.Fatalf("search while the pool is known spent: %v", err)
 		}
@@ -67,8 +76,14 @@ func TestKnownExhaustedRefusesWithoutARoundTrip(t *testing.T) {
 	if counter.n == asked {
 		t.Error("a cheaper call was refused from the cache")
 	}
-	// After the refusal's instant, the search asks again and fits.
-	time.Sleep(qe.RetryAfter + 20*time.Millisecond)
+	// Just before the refusal's instant, the cache still refuses; after
+	// it, the search asks again and fits.
+	clock.Add(qe.RetryAfter - time.Millisecond)
+	asked = counter.n
+	if _, err := get(t, tr, up.URL+"/v1/search"); !errors.Is(err, tollgate.ErrQuotaExhausted) || counter.n != asked {
+		t.Errorf("search a millisecond before the known instant: %v, %d commands; want refused from the cache", err, counter.n-asked)
+	}
+	clock.Add(2 * time.Millisecond)
 	if _, err := get(t, tr, up.URL+"/v1/search"); err != nil {
 		t.Errorf("search after the known instant: %v", err)
 	}

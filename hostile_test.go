@@ -89,7 +89,7 @@ func TestBadComputedCostsReserveNothing(t *testing.T) {
 		})
 		_, err = get(t, tr, up.URL+"/v1/items")
 		switch {
-		case units > 100 && units < costs.MaxUnits:
+		case units > 100 && units < quota.MaxUnits:
 			if !errors.Is(err, quota.ErrCostExceedsLimit) {
 				t.Errorf("cost %d: %v, want quota.ErrCostExceedsLimit", units, err)
 			}

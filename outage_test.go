@@ -30,8 +30,9 @@ func (s *switches) list() []bool {
 }
 
 // untilAdmittedOnRedis sends requests until one is decided on Redis again,
-// and returns how long that took after the first try.
-func untilAdmittedOnRedis(t *testing.T, tr *tollgate.Transport, url string, d *decisions) time.Duration {
+// moving the Transport's clock a second between them so that each may
+// probe, and returns how long that took after the first try.
+func untilAdmittedOnRedis(t *testing.T, tr *tollgate.Transport, clock *fakeClock, url string, d *decisions) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for i := 0; i < 50; i++ {
@@ -40,7 +41,7 @@ func untilAdmittedOnRedis(t *testing.T, tr *tollgate.Transport, url string, d *d
 		if err == nil && mode(evs[len(evs)-1]) == "redis" {
 			return time.Since(start)
 		}
-		time.Sleep(100 * time.Millisecond)
+		clock.Add(time.Second)
 	}
 	t.Fatal("decisions never returned to Redis")
 	return 0
@@ -119,6 +120,8 @@ func TestOutageModes(t *testing.T) {
 				OnSwitch:   sw.hook,
 			})
 			defer tr.Close()
+			clock := newFakeClock(time.Now())
+			tollgate.SetClock(tr, clock.Now)
 			url := up.URL + "/v1/items"
 			if _, err := get(t, tr, url); err != nil {
 				t.Fatal(err)
@@ -133,7 +136,7 @@ func TestOutageModes(t *testing.T) {
 			}
 
 			srv.Restart(t) // an empty Redis on the same port
-			took := untilAdmittedOnRedis(t, tr, url, &d)
+			took := untilAdmittedOnRedis(t, tr, clock, url, &d)
 			if took > 2*time.Second {
 				t.Errorf("decisions returned to Redis %v after it answered again, want within about a second", took)
 			}

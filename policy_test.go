@@ -28,8 +28,9 @@ func TestWaitSleepsUntilItsTurn(t *testing.T) {
 	lim := limiterOn(t, rc)
 	up := newUpstream(t)
 	window := 400 * time.Millisecond
-	var d decisions
-	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window), OnDecision: d.hook})
+	var d, waits decisions
+	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window),
+		OnDecision: d.hook, OnWait: waits.hook})
 	first := fill(t, lim, tollgate.DefaultScope, 100, 100, window)
 
 	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
@@ -46,6 +47,9 @@ func TestWaitSleepsUntilItsTurn(t *testing.T) {
 	ev := d.list()[0]
 	if !ev.Admitted || mode(ev) != "redis" || ev.Waited < window/2 {
 		t.Errorf("decision = %+v, want admitted on Redis after waiting", ev)
+	}
+	if w := waits.list(); len(w) != 1 || !w[0].At.Equal(turn) || w[0].Endpoint != "items.list" {
+		t.Errorf("wait hook saw %+v, want one wait for items.list until %v", w, turn)
 	}
 }
 

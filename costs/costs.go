@@ -17,12 +17,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 )
 
-// MaxUnits is the largest number of units one charge may carry. It matches
-// the largest limit the quota engine accepts.
-const MaxUnits = 1 << 50
+// maxUnits is the largest number of units one charge may carry: the
+// largest limit the quota engine accepts (quota.MaxUnits).
+const maxUnits = 1 << 50
 
 // ErrUnknownEndpoint is returned by Resolve for a request that no rule
 // matches, in a table without a default.
@@ -130,6 +133,7 @@ type Table struct {
 	buckets map[string]bool
 	mux     *http.ServeMux
 	byPat   map[string]*Rule
+	index   map[*Rule]int // a rule's place in the spec, for errors
 }
 
 // ruleHandler marks a rule in the ServeMux; it is never served.
@@ -148,6 +152,7 @@ func New(spec Spec) (*Table, error) {
 		buckets: make(map[string]bool, len(spec.Buckets)),
 		mux:     http.NewServeMux(),
 		byPat:   make(map[string]*Rule, len(spec.Rules)),
+		index:   make(map[*Rule]int, len(spec.Rules)),
 	}
 	for _, b := range spec.Buckets {
 		if b == "" {
@@ -170,9 +175,10 @@ func New(spec Spec) (*Table, error) {
 			}
 		}
 		if err := register(t.mux, r); err != nil {
-			return nil, invalidf("%s: %v", where, err)
+			return nil, invalidf("%s: %v", where, t.conflict(err))
 		}
 		t.byPat[r.Pattern] = r
+		t.index[r] = i
 	}
 	if d := spec.Default; d != nil {
 		if d.Endpoint == "" {
@@ -202,6 +208,31 @@ func register(mux *http.ServeMux, r *Rule) (err error) {
 	return nil
 }
 
+// registeredAt matches what ServeMux adds to a pattern in its messages:
+// the source line that registered it, which is costs.go's, not the user's.
+var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
+
+// conflict rewrites ServeMux's message about two conflicting patterns in
+// the table's terms: the rule already registered, by its place in the
+// spec, and no source paths.
+func (t *Table) conflict(err error) error {
+	msg := registeredAt.ReplaceAllString(err.Error(), "")
+	other, reason, ok := strings.Cut(msg, ":\n")
+	if !ok {
+		return errors.New(msg)
+	}
+	const with = " conflicts with pattern "
+	i := strings.Index(other, with)
+	if i < 0 {
+		return errors.New(msg)
+	}
+	pattern, err := strconv.Unquote(other[i+len(with):])
+	if r, found := t.byPat[pattern]; err == nil && found {
+		return fmt.Errorf("conflicts with rule %d (%q): %s", t.index[r], pattern, reason)
+	}
+	return errors.New(strings.ReplaceAll(msg, "\n", " "))
+}
+
 // checkCharges reports why charges cannot be used.
 func (t *Table) checkCharges(charges []Charge) error {
 	if len(charges) == 0 {
@@ -216,8 +247,8 @@ func (t *Table) checkCharges(charges []Charge) error {
 			return fmt.Errorf("bucket %q is charged twice", c.Bucket)
 		case c.Units <= 0:
 			return fmt.Errorf("bucket %q: units must be positive, got %d", c.Bucket, c.Units)
-		case c.Units > MaxUnits:
-			return fmt.Errorf("bucket %q: %d units overflow the limit of %d", c.Bucket, c.Units, int64(MaxUnits))
+		case c.Units > maxUnits:
+			return fmt.Errorf("bucket %q: %d units overflow the limit of %d", c.Bucket, c.Units, int64(maxUnits))
 		}
 		seen[c.Bucket] = true
 	}

@@ -121,7 +121,8 @@ func TestInvalidSpecs(t *testing.T) {
 		{"no charges", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("/a")}}, `rule 0 ("/a")`},
 		{"bad pattern", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("GET api.example.com/{bad", Charge{"pool", 1})}}, "{bad"},
 		{"empty pattern", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("", Charge{"pool", 1})}}, "empty pattern"},
-		{"duplicate pattern", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("GET /a", Charge{"pool", 1}), rule("GET /a", Charge{"pool", 2})}}, `rule 1 ("GET /a")`},
+		{"duplicate pattern", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("GET /a", Charge{"pool", 1}), rule("GET /a", Charge{"pool", 2})}}, `rule 1 ("GET /a"): conflicts with rule 0 ("GET /a")`},
+		{"conflicting wildcards", Spec{Buckets: []string{"pool"}, Rules: []Rule{rule("GET /x", Charge{"pool", 1}), rule("GET /a/{id}", Charge{"pool", 1}), rule("GET /a/{name}", Charge{"pool", 2})}}, `rule 2 ("GET /a/{name}"): conflicts with rule 1 ("GET /a/{id}")`},
 		{"no endpoint", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Charges: []Charge{{"pool", 1}}}}}, "no endpoint"},
 		{"bad default", Spec{Buckets: []string{"pool"}, Default: &Rule{Endpoint: "d", Charges: []Charge{{"x", 1}}}}, "default"},
 		{"empty bucket name", Spec{Buckets: []string{""}}, "empty"},
@@ -135,6 +136,9 @@ func TestInvalidSpecs(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.mention) {
 				t.Errorf("error %q does not mention %q", err, c.mention)
+			}
+			if strings.Contains(err.Error(), ".go:") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q shows source paths or spans lines", err)
 			}
 		})
 	}

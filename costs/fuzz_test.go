@@ -39,7 +39,7 @@ func FuzzLoad(f *testing.F) {
 					t.Fatalf("Resolve(%s %s) = %+v: no name or no charges", m, u, e)
 				}
 				for _, c := range e.Charges {
-					if c.Units <= 0 || c.Units > MaxUnits {
+					if c.Units <= 0 || c.Units > maxUnits {
 						t.Fatalf("Resolve(%s %s) charged %d units", m, u, c.Units)
 					}
 				}

@@ -1,8 +1,8 @@
 -- log.lua: the weighted sliding log, shared by the scripts that decide,
 -- record, read usage and lease.
 --
--- Provides: FORMAT, BATCH, format_error(), entry(), limit(), day(), cut(),
--- scan(), load(), expire(), fit(), append(), save().
+-- Provides: FORMAT, BATCH, format_error(), entry(), pause_end(), limit(),
+-- day(), cut(), scan(), load(), expire(), fit(), append(), save().
 -- Needs: nothing; the script that follows it reads its own clock (fast.lua
 -- or clock.lua, prepended before this part).
 --

@@ -2,10 +2,14 @@ package youtube
 
 import "fmt"
 
-// credential is an API key held by the Transport. However it is printed
-// (%v, %+v, %#v, %s, %q, a struct holding it dumped by a debugger's
-// formatter or a log line), it shows "[redacted]", never the key.
-type credential string
+// credential holds an API key as a func that returns it. fmt prints a
+// func held in a struct as its address, whatever the verb, and never
+// calls it; printed directly, a credential's methods write "[redacted]".
+// So neither %v, %+v, %#v, %s nor %x of a Transport shows a key.
+type credential func() string
+
+// newCredential holds key.
+func newCredential(key string) credential { return func() string { return key } }
 
 const redacted = "[redacted]"
 

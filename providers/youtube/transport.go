@@ -69,7 +69,7 @@ type Options struct {
 // with requests that carry none. Close it when done.
 type Transport struct {
 	*tollgate.Transport
-	key   credential // sent with requests that carry no key
+	key   credential // sent with requests that carry no key; nil for none
 	owned io.Closer  // the in-process Redis, when NewTransport started one
 }
 
@@ -104,7 +104,10 @@ func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Tra
 	cfg.Scope = scope
 	cfg.Routes = append(routes, cfg.Routes...)
 
-	t := &Transport{key: credential(first)}
+	t := &Transport{}
+	if first != "" {
+		t.key = newCredential(first)
+	}
 	if rdb == nil {
 		local, err := embedded.New()
 		if err != nil {
@@ -178,9 +181,9 @@ func (o *Options) config() (tollgate.Config, error) {
 // RoundTrip sends req through the quota, with the default key when it
 // carries none.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.key != "" && keyOf(req) == "" && tollgate.BearerToken(req) == "" {
+	if t.key != nil && keyOf(req) == "" && tollgate.BearerToken(req) == "" {
 		req = req.Clone(req.Context())
-		req.Header.Set(keyHeader, string(t.key))
+		req.Header.Set(keyHeader, t.key())
 	}
 	return t.Transport.RoundTrip(req)
 }

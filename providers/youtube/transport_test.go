@@ -3,6 +3,7 @@ package youtube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/quota"
 )
 
 // fakeYouTube records the key each request carried and answers with respond.
@@ -204,5 +209,74 @@ func TestNewTransportRejectsBadPools(t *testing.T) {
 		} else if strings.Contains(err.Error(), "K2") {
 			t.Errorf("%s: the error %q shows a key", name, err)
 		}
+	}
+}
+
+// TestNewTransportRefusesWhatCannotWork: options the first request would
+// fail on fail NewTransport instead, and a typed-nil client is an error,
+// never a panic inside go-redis.
+func TestNewTransportRefusesWhatCannotWork(t *testing.T) {
+	var nilClient *redis.Client
+	var nilCluster *redis.ClusterClient
+	cases := []struct {
+		name string
+		rdb  redis.UniversalClient
+		opts Options
+	}{
+		{"a typed-nil *redis.Client", nilClient, Options{}},
+		{"a typed-nil *redis.ClusterClient", nilCluster, Options{}},
+		{"a negative quota", nil, Options{Quota: -1}},
+		{"a negative search quota", nil, Options{SearchQuota: -1}},
+		{"a negative upload quota", nil, Options{UploadQuota: -5}},
+		{"a negative window", nil, Options{Window: -time.Second}},
+		{"a negative reserve", nil, Options{ReserveUnits: -1}},
+		{"a reserve of 100%", nil, Options{ReservePercent: 100}},
+		{"a reserve larger than the quota", nil, Options{Quota: 50, ReserveUnits: 60}},
+		{"a smoothing limit of no units", nil, Options{Smoothing: []quota.Limit{quota.PerWindow(0, time.Hour)}}},
+		{"a bad table", nil, Options{Table: costs.Spec{Buckets: []string{Pool}, Rules: []costs.Rule{{Pattern: "GET /x", Endpoint: "x"}}}}},
+		{"a table bucket with no limits", nil, Options{Table: costs.Spec{Buckets: []string{"mine"}, Rules: []costs.Rule{{Pattern: "GET /x", Endpoint: "x", Charges: []costs.Charge{{Bucket: "mine", Units: 1}}}}}}},
+		{"FailLocal with no Local", nil, Options{Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnOutage: tollgate.FailLocal}, nil)}}},
+		{"Base set twice", nil, Options{Tollgate: tollgate.Config{Base: http.DefaultTransport}}},
+		{"a cost table beside Table", nil, Options{Tollgate: tollgate.Config{Costs: &costs.Table{}}}},
+		{"buckets beside Buckets", nil, Options{Tollgate: tollgate.Config{Buckets: map[string]tollgate.Bucket{}}}},
+		{"a scope of its own", nil, Options{Tollgate: tollgate.Config{Scope: tollgate.Scope("x")}}},
+		{"an upstream reader of its own", nil, Options{Tollgate: tollgate.Config{Upstream: tollgate.DefaultUpstream}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := NewTransport([]string{"K"}, c.rdb, &c.opts)
+			if err == nil {
+				tr.Close()
+				t.Fatal("NewTransport: no error")
+			}
+			if tr != nil {
+				t.Errorf("NewTransport returned a Transport with its error %v", err)
+			}
+		})
+	}
+}
+
+// TestKeysNeverPrinted: however a Transport is printed, its keys do not
+// show.
+func TestKeysNeverPrinted(t *testing.T) {
+	const key = "AIzaSy-secret-key-123"
+	tr, err := NewTransport([]string{key}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%T %v"} {
+		var out string
+		if verb == "%T %v" {
+			out = fmt.Sprintf(verb, tr, *tr)
+		} else {
+			out = fmt.Sprintf(verb, *tr) + fmt.Sprintf(verb, tr)
+		}
+		if strings.Contains(out, key) || strings.Contains(out, fmt.Sprintf("%x", key)) {
+			t.Errorf("%s prints the key: %s", verb, out)
+		}
+	}
+	if got := fmt.Sprint(tr.key); got != "[redacted]" {
+		t.Errorf("the key prints as %q", got)
 	}
 }
