@@ -50,6 +50,7 @@ type loadConfig struct {
 	Units    int64  // the limit, per Window
 	Window   time.Duration
 	Transit  time.Duration
+	Start    time.Time // every process starts spending at this instant
 	Duration time.Duration
 	Workers  int
 	Process  int
@@ -142,7 +143,11 @@ func loadChild(raw string) int {
 	defer tr.Close()
 	client := &http.Client{Transport: tr}
 
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
+	// Processes boot at different speeds (the race detector, a loaded
+	// machine): all start spending at one instant, so that none finds the
+	// queue already full of the others' holds and starves for it.
+	time.Sleep(time.Until(cfg.Start))
+	ctx, cancel := context.WithDeadline(context.Background(), cfg.Start.Add(cfg.Duration))
 	defer cancel()
 	results := make([]workerResult, cfg.Workers)
 	var wg sync.WaitGroup
@@ -306,10 +311,11 @@ func runLoad(t *testing.T, rdbAddrs []string, cluster bool, policy string, lease
 
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
+	start := time.Now().Add(2 * time.Second) // time enough for every process to boot
 	for p := range procs {
 		cfg, _ := json.Marshal(loadConfig{
 			Redis: rdbAddrs, Cluster: cluster, Upstream: up.URL, Policy: policy, Lease: lease,
-			Units: units, Window: window, Transit: transit, Duration: duration, Workers: workers, Process: p,
+			Units: units, Window: window, Transit: transit, Start: start, Duration: duration, Workers: workers, Process: p,
 		})
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), loadChildEnv+"="+string(cfg))
