@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -22,35 +20,36 @@ type LeaseFunc func(scope, bucket string) (units int64, term time.Duration)
 
 // leases holds this process's current lease per scope and bucket.
 type leases struct {
-	mu      sync.Mutex
-	current map[leaseKey]*quota.Lease
-	renew   singleflight.Group // one renewal per scope and bucket at a time
+	mu    sync.Mutex
+	slots map[leaseKey]*leaseSlot
 }
 
 type leaseKey struct{ scope, bucket string }
 
-func (k leaseKey) String() string { return k.scope + "\x00" + k.bucket }
-
-func (l *leases) get(k leaseKey) *quota.Lease {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.current[k]
+// leaseSlot is one scope bucket's lease. Its mutex is held while the lease
+// is renewed, and taken (briefly) to spend from it, so that while one
+// request renews, the others wait for the new lease and spend from it
+// first, in the order they came. A singleflight.Group sharing the renewal
+// was measured 20% slower on one hot scope (bench/: BenchmarkHotScope/lease):
+// the requests that shared a renewal woke after fresh ones had spent the
+// new lease, and had to renew again.
+type leaseSlot struct {
+	mu sync.Mutex
+	ls *quota.Lease
 }
 
-// swap makes next the current lease of k, and returns the one it replaces.
-func (l *leases) swap(k leaseKey, next *quota.Lease) *quota.Lease {
+func (l *leases) slot(k leaseKey) *leaseSlot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.current == nil {
-		l.current = make(map[leaseKey]*quota.Lease)
+	if l.slots == nil {
+		l.slots = make(map[leaseKey]*leaseSlot)
 	}
-	old := l.current[k]
-	if next == nil {
-		delete(l.current, k)
-	} else {
-		l.current[k] = next
+	s := l.slots[k]
+	if s == nil {
+		s = &leaseSlot{}
+		l.slots[k] = s
 	}
-	return old
+	return s
 }
 
 // leasable returns the lease terms of a request that spends from leases,
@@ -71,73 +70,68 @@ func (t *Transport) spendLease(c *call) (outcome, bool) {
 		return outcome{}, false
 	}
 	ch := c.endpoint.Charges[0]
-	if ls := t.leases.get(leaseKey{c.scope, ch.Bucket}); ls != nil && ls.Take(ch.Units) {
+	s := t.leases.slot(leaseKey{c.scope, ch.Bucket})
+	s.mu.Lock()
+	ls := s.ls
+	s.mu.Unlock()
+	if ls != nil && ls.Take(ch.Units) {
 		return outcome{lease: ls, spent: t.now(), by: &t.redis}, true
 	}
 	return outcome{}, false
 }
 
 // renewLease ends the scope bucket's lease and takes a new one, then spends
-// the request's units from it. Concurrent requests share one renewal. It
-// reports false, with no error, when no lease could be had (the quota has
-// no room, or a hold waits): the request then decides call by call. A
-// Redis failure is returned as it is.
+// the request's units from it. It reports false, with no error, when no
+// lease could be had (the quota has no room, or a hold waits): the request
+// then decides call by call. A Redis failure is returned as it is.
 func (t *Transport) renewLease(ctx context.Context, c *call) (outcome, bool, error) {
 	units, term, ok := t.leasable(c)
 	if !ok {
 		return outcome{}, false, nil
 	}
 	ch := c.endpoint.Charges[0]
-	k := leaseKey{c.scope, ch.Bucket}
-	spent := t.leases.get(k) // the lease this request found wanting
-	// The renewal is shared: the caller that starts it must not cut it
-	// short for the others by giving up. The client's timeouts bound it.
-	rctx := context.WithoutCancel(ctx)
-	res := t.leases.renew.DoChan(k.String(), func() (any, error) {
-		if cur := t.leases.get(k); cur != nil && cur != spent {
-			return cur, nil // renewed since the caller looked
+	s := t.leases.slot(leaseKey{c.scope, ch.Bucket})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ls != nil {
+		if s.ls.Take(ch.Units) { // another request renewed it meanwhile
+			return outcome{lease: s.ls, spent: t.now(), by: &t.redis}, true, nil
 		}
-		if old := t.leases.swap(k, nil); old != nil {
-			if err := old.End(rctx); err != nil {
-				t.log(ctx, slog.LevelWarn, "tollgate: could not end a lease; its units stay counted until it ends",
-					slog.String("scope", c.scope), slog.String("bucket", ch.Bucket), slog.Any("err", err))
-			}
+		if err := s.ls.End(ctx); err != nil {
+			t.log(ctx, slog.LevelWarn, "tollgate: could not end a lease; its units stay counted until it ends",
+				slog.String("scope", c.scope), slog.String("bucket", ch.Bucket), slog.Any("err", err))
 		}
-		want := quota.Charge{Bucket: ch.Bucket, Units: max(units, ch.Units), Limits: t.redis.limits[ch.Bucket]}
-		ls, err := t.cfg.Limiter.Lease(rctx, c.scope, want, term)
-		if err != nil {
-			return nil, err
-		}
-		t.leases.swap(k, ls)
-		return ls, nil
-	})
-	select {
-	case <-ctx.Done():
-		return outcome{}, false, ctx.Err()
-	case r := <-res:
-		if errors.Is(r.Err, quota.ErrRefused) {
-			return outcome{}, false, nil
-		}
-		if r.Err != nil {
-			return outcome{}, false, r.Err
-		}
-		ls := r.Val.(*quota.Lease)
-		if !ls.Take(ch.Units) {
-			return outcome{}, false, nil // granted less than this request costs, or spent by others already
-		}
-		return outcome{lease: ls, spent: t.now(), by: &t.redis}, true, nil
+		s.ls = nil
 	}
+	want := quota.Charge{Bucket: ch.Bucket, Units: max(units, ch.Units), Limits: t.redis.limits[ch.Bucket]}
+	ls, err := t.cfg.Limiter.Lease(ctx, c.scope, want, term)
+	if errors.Is(err, quota.ErrRefused) {
+		return outcome{}, false, nil
+	}
+	if err != nil {
+		return outcome{}, false, err
+	}
+	s.ls = ls
+	if !ls.Take(ch.Units) {
+		return outcome{}, false, nil // granted less than this request costs
+	}
+	return outcome{lease: ls, spent: t.now(), by: &t.redis}, true, nil
 }
 
 // endAll ends every lease, giving back what was not spent.
 func (l *leases) endAll(ctx context.Context) error {
 	l.mu.Lock()
-	current := l.current
-	l.current = nil
+	slots := l.slots
+	l.slots = nil
 	l.mu.Unlock()
 	var errs []error
-	for _, ls := range current {
-		errs = append(errs, ls.End(ctx))
+	for _, s := range slots {
+		s.mu.Lock()
+		if s.ls != nil {
+			errs = append(errs, s.ls.End(ctx))
+			s.ls = nil
+		}
+		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }

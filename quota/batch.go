@@ -51,7 +51,7 @@ func WithPipelines(n int) Option {
 type decision struct {
 	keys  []string
 	args  []any
-	seq   uint64 // names its entries (Limiter.entryID)
+	seq   uint64 // names its entries (Limiter.entryID); set while building
 	reply any
 	err   error
 	sent  bool          // taken into a pipeline; guarded by batcher.mu
@@ -67,14 +67,14 @@ type batcher struct {
 	queue    []*decision
 }
 
-// runReserve runs the reserve script for d, in a pipeline with the
-// decisions of concurrent callers when batching is on. When ctx ends
+// runReserve runs the reserve script for keys and args, in a pipeline with
+// the decisions of concurrent callers when batching is on. When ctx ends
 // first, a decision still queued leaves the queue unsent; one already on
 // its way is returned as late, for the caller to undo once it is answered.
-func (l *Limiter) runReserve(ctx context.Context, d *decision) (reply any, late *decision, err error) {
+func (l *Limiter) runReserve(ctx context.Context, keys []string, args []any) (reply any, late *decision, err error) {
 	b := &l.batch
 	if b.pipelines == 0 {
-		reply, err = reserveScript.Run(ctx, l.client, d.keys, d.args...).Result()
+		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
 		return reply, nil, err
 	}
 	b.mu.Lock()
@@ -84,11 +84,11 @@ func (l *Limiter) runReserve(ctx context.Context, d *decision) (reply any, late 
 		// context as it would be without batching.
 		b.inFlight++
 		b.mu.Unlock()
-		reply, err = reserveScript.Run(ctx, l.client, d.keys, d.args...).Result()
+		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
 		l.sendQueued(ctx)
 		return reply, nil, err
 	}
-	d.done = make(chan struct{})
+	d := &decision{keys: keys, args: args, done: make(chan struct{})}
 	b.queue = append(b.queue, d)
 	b.mu.Unlock()
 

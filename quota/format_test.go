@@ -42,15 +42,15 @@ func TestFormatMatchesTheScripts(t *testing.T) {
 // format0Allow decides with the previous version's script, as a process of
 // that version would, with the same keys and arguments.
 func format0Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Duration, c Charge) (*Reservation, error) {
-	d, err := l.decision(scope, maxWait.Microseconds(), []Charge{c})
+	keys, args, seq, err := l.decision(scope, maxWait.Microseconds(), []Charge{c})
 	if err != nil {
 		return nil, err
 	}
-	reply, err := format0Reserve.Run(ctx, l.client, d.keys, d.args...).Result()
+	reply, err := format0Reserve.Run(ctx, l.client, keys, args...).Result()
 	if err != nil {
 		return nil, err
 	}
-	return l.reservation(scope, []Charge{c}, d.seq, reply)
+	return l.reservation(scope, []Charge{c}, seq, reply)
 }
 
 // testAdjacentFormatsAgree runs processes of this version and of the one

@@ -249,17 +249,17 @@ func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
 // reserve runs the reserve script with maxWait in µs: 0 asks for an
 // immediate decision.
 func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
-	d, err := l.decision(scope, maxWait, charges)
+	keys, args, seq, err := l.decision(scope, maxWait, charges)
 	if err != nil {
 		return nil, err
 	}
-	reply, late, err := l.runReserve(ctx, d)
+	reply, late, err := l.runReserve(ctx, keys, args)
 	if late != nil {
 		// The caller gave up while the decision was on its way: give back
 		// what it may admit, so that no units go to a call never made.
 		go func() {
 			<-late.done
-			if r, err := l.reservation(scope, charges, d.seq, late.reply); err == nil && r.ok {
+			if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
 				_ = r.Cancel(context.Background())
 			}
 		}()
@@ -267,7 +267,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	if err != nil {
 		return nil, redisError(ctx, "reserve", err)
 	}
-	r, err := l.reservation(scope, charges, d.seq, reply)
+	r, err := l.reservation(scope, charges, seq, reply)
 	if err != nil {
 		return nil, err
 	}
@@ -279,13 +279,13 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 
 // decision checks a decision's input and builds the reserve script's keys
 // and arguments, and the sequence number its entries are named by.
-func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (*decision, error) {
+func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys []string, args []any, seq uint64, err error) {
 	n, err := l.checkCharges(scope, charges)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	now, clockArg := l.clockArg()
-	d := &decision{seq: l.seq.Add(1)}
+	d := decision{seq: l.seq.Add(1)}
 
 	// KEYS: meta and sum per window, the pause of each bucket, the scope's
 	// pause, then the log per window. ARGV: clock, maxwait, entry id, then
@@ -313,7 +313,7 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (*deci
 	d.keys = append(d.keys, bucketPauses...)
 	d.keys = append(d.keys, scopePause)
 	d.keys = append(d.keys, windowLogs...)
-	return d, nil
+	return d.keys, d.args, d.seq, nil
 }
 
 // reservation reads the reserve script's reply: fast.lua's string or
