@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/testclock"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -32,7 +33,7 @@ func TestKnownExhaustedRefusesWithoutARoundTrip(t *testing.T) {
 	var counter commandCounter
 	rc.AddHook(&counter)
 	// Redis and the Transport decide on one clock the test moves.
-	clock := newFakeClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
+	clock := testclock.New(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
 	lim := limiterOn(t, rc, quota.WithClock(clock.Now))
 	up := newUpstream(t)
 	var d decisions

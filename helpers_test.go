@@ -254,24 +254,3 @@ func mode(d tollgate.Decision) string {
 	}
 	return "redis"
 }
-
-// fakeClock is a clock a test moves by hand, for tollgate.SetClock and
-// quota.WithClock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/testclock"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -32,7 +33,7 @@ func (s *switches) list() []bool {
 // untilAdmittedOnRedis sends requests until one is decided on Redis again,
 // moving the Transport's clock a second between them so that each may
 // probe, and returns how long that took after the first try.
-func untilAdmittedOnRedis(t *testing.T, tr *tollgate.Transport, clock *fakeClock, url string, d *decisions) time.Duration {
+func untilAdmittedOnRedis(t *testing.T, tr *tollgate.Transport, clock *testclock.Clock, url string, d *decisions) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for i := 0; i < 50; i++ {
@@ -120,7 +121,7 @@ func TestOutageModes(t *testing.T) {
 				OnSwitch:   sw.hook,
 			})
 			defer tr.Close()
-			clock := newFakeClock(time.Now())
+			clock := testclock.New(time.Now())
 			tollgate.SetClock(tr, clock.Now)
 			url := up.URL + "/v1/items"
 			if _, err := get(t, tr, url); err != nil {

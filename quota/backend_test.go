@@ -2,7 +2,6 @@ package quota
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -117,32 +116,6 @@ func TestSuiteRedis(t *testing.T) {
 func TestSuiteCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
 	runSuite(t, &backend{name: "cluster", client: c.Client(t), real: true})
-}
-
-// fakeClock is a clock the test moves by hand, for WithClock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // scope returns a scope name unique to the test.

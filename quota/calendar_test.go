@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
 
 // testCalendarDays checks that a day limit resets at local midnight in its
@@ -21,7 +23,7 @@ func testCalendarDays(t *testing.T, b *backend) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clock := newFakeClock(c.start.Add(time.Second))
+			clock := testclock.New(c.start.Add(time.Second))
 			l := b.limiter(t, WithClock(clock.Now))
 			s := scope(t, "s")
 			day := PerDay(10, la)
@@ -57,7 +59,7 @@ func testCalendarDays(t *testing.T, b *backend) {
 func testHoldAcrossMidnight(t *testing.T, b *backend) {
 	ctx := context.Background()
 	la := mustLoad(t, "America/Los_Angeles")
-	clock := newFakeClock(time.Date(2026, 11, 1, 23, 30, 0, 0, la))
+	clock := testclock.New(time.Date(2026, 11, 1, 23, 30, 0, 0, la))
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	day := PerDay(5, la)

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
 
 // testFairnessFIFO checks, on an injected clock, that a 100-unit waiter is
@@ -15,7 +17,7 @@ import (
 func testFairnessFIFO(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
-	clock := newFakeClock(t0)
+	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(100, 10*time.Second)
@@ -60,7 +62,7 @@ func testFairnessFIFO(t *testing.T, b *backend) {
 func testFIFOAcrossBuckets(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 6, 2, 8, 0, 0, 0, time.UTC)
-	clock := newFakeClock(t0)
+	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	pool := PerWindow(100, 10*time.Second)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
 
 // counted returns a client to the backend's Redis that counts the paths
@@ -45,13 +47,13 @@ func testFastPathAgrees(t *testing.T, b *backend) {
 		time.Date(2026, 11, 21, 23, 59, 30, 0, pacific),
 		time.Date(1999, 11, 21, 23, 59, 30, 0, pacific),
 	}
-	var clocks [2]*fakeClock
+	var clocks [2]*testclock.Clock
 	var limiters [2]*Limiter
 	var paths [2]*decisionWatch
 	for i, start := range starts {
 		var c redis.UniversalClient
 		c, paths[i] = b.counted(t)
-		clocks[i] = newFakeClock(start)
+		clocks[i] = testclock.New(start)
 		limiters[i] = mustNew(t, c, WithClock(clocks[i].Now))
 	}
 	// Calls ask for 22 units/s on average: more than some limits allow, so

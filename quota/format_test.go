@@ -17,14 +17,16 @@ import (
 	"github.com/tollgate/tollgate/internal/windowcheck"
 )
 
-// The scripts of the version before formats were numbered (testdata/format0).
+// The scripts of the version before formats were numbered
+// (testdata/format0), assembled as that version assembled them.
 var (
-	format0Reserve = redis.NewScript(mustRead("testdata/format0/reserve.lua"))
-	format0Usage   = redis.NewScript(mustRead("testdata/format0/usage.lua"))
+	format0Reserve = redis.NewScript(format0("fast") + format0("log") + format0("reserve"))
+	format0Usage   = redis.NewScript(format0("log") + format0("usage"))
 )
 
-func mustRead(path string) string {
-	b, err := os.ReadFile(path)
+// format0 reads one part of the previous version's scripts.
+func format0(part string) string {
+	b, err := os.ReadFile("testdata/format0/" + part + ".lua")
 	if err != nil {
 		panic(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/windowcheck"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
 
 // testLease checks a lease's life on an injected clock: it takes what fits
@@ -17,7 +19,7 @@ import (
 func testLease(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
-	clock := newFakeClock(t0)
+	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(100, 10*time.Second)
@@ -102,7 +104,7 @@ func testLeaseRespectsQueueAndDay(t *testing.T, b *backend) {
 	ctx := context.Background()
 	la := mustLoad(t, "America/Los_Angeles")
 	t0 := time.Date(2026, 11, 1, 23, 59, 0, 0, la)
-	clock := newFakeClock(t0)
+	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	day := PerDay(100, la)

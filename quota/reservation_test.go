@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
 
 // testCancel checks that Cancel gives a hold's units back, and an admitted
@@ -108,7 +110,7 @@ func testWaitCancelled(t *testing.T, b *backend) {
 func testPause(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC)
-	clock := newFakeClock(t0)
+	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
 	other := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
@@ -160,7 +162,7 @@ func testPause(t *testing.T, b *backend) {
 func testRecord(t *testing.T, b *backend) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
-	clock := newFakeClock(t0)
+	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(10, time.Minute)

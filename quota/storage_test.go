@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
 
 // keysOf returns the log and meta keys of one bucket window of a scope, as
@@ -143,7 +145,7 @@ func testTTLs(t *testing.T, b *backend) {
 func testSameMicrosecond(t *testing.T, b *backend) {
 	ctx := context.Background()
 	const us = 1763771234567891
-	clock := newFakeClock(time.UnixMicro(us))
+	clock := testclock.New(time.UnixMicro(us))
 	l := b.limiter(t, WithClock(clock.Now))
 	other := b.limiter(t, WithClock(clock.Now)) // another process, its own ids
 	s := scope(t, "s")

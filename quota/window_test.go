@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
 
 // testWindowBoundaryBurst shows why the log slides. A burst of a whole limit
@@ -15,7 +17,7 @@ func testWindowBoundaryBurst(t *testing.T, b *backend) {
 	const limit = 50
 	window := 10 * time.Second
 	boundary := time.Date(2026, 3, 2, 12, 0, 10, 0, time.UTC) // a multiple of 10s
-	clock := newFakeClock(boundary.Add(-100 * time.Millisecond))
+	clock := testclock.New(boundary.Add(-100 * time.Millisecond))
 	l := b.limiter(t, WithClock(clock.Now))
 
 	burst := func(s string, c Charge) (admitted int) {
@@ -52,7 +54,7 @@ func testWindowBoundaryBurst(t *testing.T, b *backend) {
 // when enough of the oldest units have left the window, not a window later.
 func testRetryAfterExact(t *testing.T, b *backend) {
 	t0 := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
-	clock := newFakeClock(t0)
+	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(10, 10*time.Second)
