@@ -26,6 +26,7 @@ type outcome struct {
 	by     *decider           // who decided; nil when nobody did
 	route  *Route             // the failover route admitted, if any
 	open   bool               // sent unmetered: Redis was down, the endpoint fails open
+	free   bool               // a free request: nothing to decide
 	cached bool               // refused from the known-exhausted cache
 	waited time.Duration
 }
@@ -43,6 +44,9 @@ func (o outcome) scope(c *call) string {
 // hand is spent first, even while Redis is down: its units are counted
 // there already.
 func (t *Transport) decide(ctx context.Context, c *call) (outcome, error) {
+	if c.endpoint.Free {
+		return t.admitFree(c)
+	}
 	if o, ok := t.spendLease(c); ok {
 		return o, nil
 	}
@@ -60,6 +64,22 @@ func (t *Transport) decide(ctx context.Context, c *call) (outcome, error) {
 		t.redisFailed(ctx, err)
 	}
 	return t.fallback(ctx, c)
+}
+
+// admitFree lets a free request through without asking Redis: it spends
+// nothing. It honours the pauses this process knows of (an upstream that
+// said stop means stop), unless it continues a session already paid for,
+// which stopping would waste.
+func (t *Transport) admitFree(c *call) (outcome, error) {
+	o := outcome{free: true}
+	if c.endpoint.Continues {
+		return o, nil
+	}
+	if qe, ok := t.exhausted.check(c.scope, c.endpoint, t.now()); ok && qe.Upstream {
+		o.cached = true
+		return o, qe
+	}
+	return o, nil
 }
 
 // fallback decides while Redis is down, as the endpoint's outage mode says.

@@ -41,6 +41,9 @@ type Decision struct {
 	// down and the endpoint fails open. Its units are recorded in Redis
 	// when it answers again.
 	Unmetered bool
+	// Free reports a free request (costs.Rule.Free): nothing was reserved,
+	// and Redis was not asked.
+	Free bool
 	// Cached reports a refusal made in this process without asking Redis,
 	// because Redis had refused as much until RetryAfter (FailFast).
 	Cached bool
@@ -82,6 +85,7 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 		Waited:    o.waited,
 		Local:     o.by != nil && o.by.local,
 		Unmetered: o.open,
+		Free:      o.free,
 		Cached:    o.cached,
 		Err:       err,
 	}

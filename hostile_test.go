@@ -76,8 +76,8 @@ func TestBadComputedCostsReserveNothing(t *testing.T) {
 	for _, units := range []int64{0, -1, 101, 1 << 62} {
 		table, err := costs.New(costs.Spec{Buckets: []string{"pool"}, Rules: []costs.Rule{{
 			Pattern: "GET /v1/items", Endpoint: "items.list",
-			Func: func(*http.Request) ([]costs.Charge, error) {
-				return []costs.Charge{{Bucket: "pool", Units: units}}, nil
+			Func: func(*http.Request) (costs.Endpoint, error) {
+				return costs.Endpoint{Charges: []costs.Charge{{Bucket: "pool", Units: units}}}, nil
 			},
 		}}})
 		if err != nil {

@@ -183,7 +183,8 @@ func (t *Transport) checkPolicies() error {
 		rules = append(rules, *spec.Default)
 	}
 	for _, r := range rules {
-		if err := t.checkPolicy(t.cfg.Policy(costs.Endpoint{Name: r.Endpoint, Charges: r.Charges})); err != nil {
+		e := costs.Endpoint{Name: r.Endpoint, Charges: r.Charges, Free: r.Free || r.Continues, Continues: r.Continues, Settle: r.Settle}
+		if err := t.checkPolicy(t.cfg.Policy(e)); err != nil {
 			return configErrorf("endpoint %q: %v", r.Endpoint, err)
 		}
 	}

@@ -6,9 +6,12 @@
 // ("GET youtube.googleapis.com/youtube/v3/search"), and matching is done by a
 // ServeMux, so the most specific pattern wins exactly as it does in a server.
 // A rule charges fixed units, or computes its charges from the request for
-// providers whose cost depends on parameters. A request no rule matches gets
-// the table's default charge, or [ErrUnknownEndpoint] when the table has
-// none, so that nothing is sent unmetered by accident.
+// providers whose cost depends on parameters. A rule may mark its requests
+// free (they reserve nothing), or as continuing a session already paid for
+// (free, and never paused), and may say where the response tells the true
+// cost of an estimated charge. A request no rule matches gets the table's
+// default charge, or [ErrUnknownEndpoint] when the table has none, so that
+// nothing is sent unmetered by accident.
 //
 // A Table is immutable and safe for concurrent use.
 package costs
@@ -46,8 +49,18 @@ type Endpoint struct {
 	// Name identifies the endpoint in policies, hooks and errors, e.g.
 	// "search.list".
 	Name string
-	// Charges are the units it spends, at most one per bucket.
+	// Charges are the units it spends, at most one per bucket; none, or
+	// zero units, for a free endpoint.
 	Charges []Charge
+	// Free reports requests that cost nothing (Rule.Free): they reserve
+	// no units.
+	Free bool
+	// Continues reports requests that continue a session an earlier
+	// request paid for (Rule.Continues): free, and never paused.
+	Continues bool
+	// Settle says where the response tells the true cost of some charges
+	// (Rule.Settle).
+	Settle []Settle
 }
 
 // Units returns the units the endpoint spends across all its buckets,
@@ -58,6 +71,24 @@ func (e Endpoint) Units() int64 {
 		n += c.Units
 	}
 	return n
+}
+
+// A Settle says where a response tells a request's true cost in one of
+// the buckets its rule charges: in a header, or as a number in its JSON
+// body; in a stream of server-sent events, in the last event that holds
+// it. The rule's units are the estimate, charged when the request is
+// admitted; the true cost replaces it once the body is read to its end or
+// closed. A response that does not tell (an error, no such field, a body
+// closed early) keeps the estimate.
+type Settle struct {
+	// Bucket is the charge settled, e.g. "tokens".
+	Bucket string `json:"bucket"`
+	// Header names a response header whose value is the true cost, e.g.
+	// "X-Query-Cost". It is read before Field.
+	Header string `json:"header,omitempty"`
+	// Field is a dotted path to a number in the JSON body, e.g.
+	// "usage.output_tokens" or "extensions.cost.actualQueryCost".
+	Field string `json:"field,omitempty"`
 }
 
 // A Rule gives the cost of the requests its pattern matches.
@@ -71,12 +102,25 @@ type Rule struct {
 	// Endpoint names what the pattern matches, e.g. "search.list". Several
 	// rules may share a name, e.g. the same method on two hosts.
 	Endpoint string `json:"endpoint"`
-	// Charges are the units a matching request spends, one per bucket.
-	Charges []Charge `json:"charges"`
-	// Func, when set, computes the charges from the request instead; its
-	// result is checked like Charges on every call. It cannot be written in
-	// JSON.
-	Func func(*http.Request) ([]Charge, error) `json:"-"`
+	// Charges are the units a matching request spends, one per bucket: at
+	// least one, each positive, unless the rule is free.
+	Charges []Charge `json:"charges,omitempty"`
+	// Free marks requests that cost nothing: they reserve no units. Charges
+	// may still name, with zero units, buckets whose concurrency caps they
+	// occupy. Free is a marker: charges that come to 0 are an error.
+	Free bool `json:"free,omitempty"`
+	// Continues marks requests that continue a session an earlier request
+	// paid for, such as the chunks of a resumable upload: free, and never
+	// paused, since stopping them would waste what was paid.
+	Continues bool `json:"continues,omitempty"`
+	// Settle says, per bucket, where the response tells the true cost:
+	// Charges are then the estimate, e.g. max_tokens.
+	Settle []Settle `json:"settle,omitempty"`
+	// Func, when set, computes the request's endpoint instead of the fields
+	// above: its charges, Free, Continues and Settle, and its name (the
+	// rule's Endpoint when empty). The result is checked as a rule is, on
+	// every call. It cannot be written in JSON.
+	Func func(*http.Request) (Endpoint, error) `json:"-"`
 }
 
 // A Spec is a cost table as data.
@@ -93,8 +137,8 @@ type Spec struct {
 }
 
 // Override returns a copy of s in which every rule named endpoint charges
-// charges instead (and loses any Func). It fails when no rule has that name.
-// The copy is validated when compiled.
+// charges instead (and loses any Func, and is no longer free). It fails
+// when no rule has that name. The copy is validated when compiled.
 func (s Spec) Override(endpoint string, charges ...Charge) (Spec, error) {
 	out := s.clone()
 	found := false
@@ -102,6 +146,7 @@ func (s Spec) Override(endpoint string, charges ...Charge) (Spec, error) {
 		if out.Rules[i].Endpoint == endpoint {
 			out.Rules[i].Charges = slices.Clone(charges)
 			out.Rules[i].Func = nil
+			out.Rules[i].Free, out.Rules[i].Continues = false, false
 			found = true
 		}
 	}
@@ -117,10 +162,12 @@ func (s Spec) clone() Spec {
 	out := Spec{Buckets: slices.Clone(s.Buckets), Rules: slices.Clone(s.Rules)}
 	for i := range out.Rules {
 		out.Rules[i].Charges = slices.Clone(out.Rules[i].Charges)
+		out.Rules[i].Settle = slices.Clone(out.Rules[i].Settle)
 	}
 	if s.Default != nil {
 		d := *s.Default
 		d.Charges = slices.Clone(d.Charges)
+		d.Settle = slices.Clone(d.Settle)
 		out.Default = &d
 	}
 	return out
@@ -143,8 +190,9 @@ func (ruleHandler) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 // New checks spec and builds its table. Errors match ErrInvalid and name the
 // offending rule: a bad or duplicate pattern, a missing endpoint name, no
-// charges, units that are not positive or too large, an undeclared bucket,
-// a bucket charged twice.
+// charges, units that are not positive (zero, for a free rule) or too
+// large, an undeclared bucket, a bucket charged twice, a settle spec that
+// reads nothing or settles a bucket the rule does not charge.
 func New(spec Spec) (*Table, error) {
 	spec = spec.clone()
 	t := &Table{
@@ -170,7 +218,7 @@ func New(spec Spec) (*Table, error) {
 			return nil, invalidf("%s: no endpoint name", where)
 		}
 		if r.Func == nil {
-			if err := t.checkCharges(r.Charges); err != nil {
+			if err := t.check(r.endpoint()); err != nil {
 				return nil, invalidf("%s: %v", where, err)
 			}
 		}
@@ -185,7 +233,7 @@ func New(spec Spec) (*Table, error) {
 			return nil, invalidf("default rule: no endpoint name")
 		}
 		if d.Func == nil {
-			if err := t.checkCharges(d.Charges); err != nil {
+			if err := t.check(d.endpoint()); err != nil {
 				return nil, invalidf("default rule: %v", err)
 			}
 		}
@@ -233,26 +281,82 @@ func (t *Table) conflict(err error) error {
 	return errors.New(strings.ReplaceAll(msg, "\n", " "))
 }
 
-// checkCharges reports why charges cannot be used.
-func (t *Table) checkCharges(charges []Charge) error {
-	if len(charges) == 0 {
+// endpoint is what the rule's fields say a request resolves to.
+func (r *Rule) endpoint() Endpoint {
+	return Endpoint{Name: r.Endpoint, Charges: r.Charges, Free: r.Free || r.Continues, Continues: r.Continues, Settle: r.Settle}
+}
+
+// check reports why an endpoint cannot be used: charges to undeclared or
+// repeated buckets, units that are not positive (or, for a free endpoint,
+// not zero) or too large, settle specs for buckets it does not charge.
+func (t *Table) check(e Endpoint) error {
+	if e.Continues && !e.Free {
+		return errors.New("a continuation is free: Continues needs Free")
+	}
+	if len(e.Charges) == 0 && !e.Free {
 		return errors.New("no charges")
 	}
-	seen := make(map[string]bool, len(charges))
-	for _, c := range charges {
+	seen := make(map[string]bool, len(e.Charges))
+	for _, c := range e.Charges {
 		switch {
 		case !t.buckets[c.Bucket]:
 			return fmt.Errorf("bucket %q is not declared in buckets %q", c.Bucket, t.spec.Buckets)
 		case seen[c.Bucket]:
 			return fmt.Errorf("bucket %q is charged twice", c.Bucket)
-		case c.Units <= 0:
+		case e.Free && c.Units != 0:
+			return fmt.Errorf("bucket %q: a free request charges 0 units, not %d", c.Bucket, c.Units)
+		case !e.Free && c.Units <= 0:
 			return fmt.Errorf("bucket %q: units must be positive, got %d", c.Bucket, c.Units)
 		case c.Units > maxUnits:
 			return fmt.Errorf("bucket %q: %d units overflow the limit of %d", c.Bucket, c.Units, int64(maxUnits))
 		}
 		seen[c.Bucket] = true
 	}
+	settled := make(map[string]bool, len(e.Settle))
+	for _, st := range e.Settle {
+		switch {
+		case e.Free:
+			return errors.New("a free request has no cost to settle")
+		case !seen[st.Bucket]:
+			return fmt.Errorf("settle: bucket %q is not one the rule charges", st.Bucket)
+		case settled[st.Bucket]:
+			return fmt.Errorf("settle: bucket %q is settled twice", st.Bucket)
+		case st.Header == "" && st.Field == "":
+			return fmt.Errorf("settle: bucket %q: neither a header nor a field to read", st.Bucket)
+		case st.Header != "" && !validHeader(st.Header):
+			return fmt.Errorf("settle: bucket %q: %q is not a header name", st.Bucket, st.Header)
+		case st.Field != "" && !validField(st.Field):
+			return fmt.Errorf("settle: bucket %q: %q is not a dotted path of field names", st.Bucket, st.Field)
+		}
+		settled[st.Bucket] = true
+	}
 	return nil
+}
+
+// validHeader reports whether name is an HTTP header name (an RFC 9110
+// token).
+func validHeader(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// validField reports whether path is field names joined by dots, none
+// empty.
+func validField(path string) bool {
+	if path == "" || len(path) > 256 {
+		return false
+	}
+	for _, name := range strings.Split(path, ".") {
+		if name == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // Spec returns a copy of the spec the table was built from.
@@ -264,7 +368,7 @@ func (t *Table) Buckets() []string { return slices.Clone(t.spec.Buckets) }
 // Resolve returns the endpoint a request calls and what it costs. It fails
 // with ErrUnknownEndpoint when no rule matches and the table has no
 // default, and with an error matching ErrInvalid when a rule's Func fails or
-// computes unusable charges.
+// computes an endpoint that cannot be used.
 func (t *Table) Resolve(req *http.Request) (Endpoint, error) {
 	rule := t.match(req)
 	if rule == nil {
@@ -274,16 +378,20 @@ func (t *Table) Resolve(req *http.Request) (Endpoint, error) {
 		return Endpoint{}, &UnknownError{Method: req.Method, Host: host(req), Path: req.URL.Path}
 	}
 	if rule.Func == nil {
-		return Endpoint{Name: rule.Endpoint, Charges: rule.Charges}, nil
+		return rule.endpoint(), nil
 	}
-	charges, err := rule.Func(req)
+	e, err := rule.Func(req)
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("costs: endpoint %q: %w", rule.Endpoint, err)
 	}
-	if err := t.checkCharges(charges); err != nil {
-		return Endpoint{}, invalidf("endpoint %q: computed charges: %v", rule.Endpoint, err)
+	if e.Name == "" {
+		e.Name = rule.Endpoint
 	}
-	return Endpoint{Name: rule.Endpoint, Charges: charges}, nil
+	e.Free = e.Free || e.Continues
+	if err := t.check(e); err != nil {
+		return Endpoint{}, invalidf("endpoint %q: computed: %v", e.Name, err)
+	}
+	return e, nil
 }
 
 // match finds the rule whose pattern the mux picks for the request, or nil.

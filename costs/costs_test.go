@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -19,11 +20,11 @@ func testSpec() Spec {
 			{Pattern: "GET old.example.com/v1/search", Endpoint: "search", Charges: []Charge{{"pool", 100}, {"search", 1}}},
 			{Pattern: "api.example.com/v1/items/{id}/rate", Endpoint: "items.rate", Charges: []Charge{{"pool", 5}}},
 			{Pattern: "/v1/status", Endpoint: "status", Charges: []Charge{{"pool", 1}}},
-			{Pattern: "GET api.example.com/v1/report", Endpoint: "report", Func: func(r *http.Request) ([]Charge, error) {
+			{Pattern: "GET api.example.com/v1/report", Endpoint: "report", Func: func(r *http.Request) (Endpoint, error) {
 				if r.URL.Query().Get("detail") == "full" {
-					return []Charge{{"pool", 20}}, nil
+					return Endpoint{Charges: []Charge{{"pool", 20}}}, nil
 				}
-				return []Charge{{"pool", 2}}, nil
+				return Endpoint{Charges: []Charge{{"pool", 2}}}, nil
 			}},
 		},
 	}
@@ -127,6 +128,14 @@ func TestInvalidSpecs(t *testing.T) {
 		{"bad default", Spec{Buckets: []string{"pool"}, Default: &Rule{Endpoint: "d", Charges: []Charge{{"x", 1}}}}, "default"},
 		{"empty bucket name", Spec{Buckets: []string{""}}, "empty"},
 		{"bucket declared twice", Spec{Buckets: []string{"a", "a"}}, "twice"},
+		{"free with units", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Free: true, Charges: []Charge{{"pool", 1}}}}}, "free request charges 0 units"},
+		{"continuation with units", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Continues: true, Charges: []Charge{{"pool", 3}}}}}, "free request charges 0 units"},
+		{"free with a settle", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Free: true, Settle: []Settle{{Bucket: "pool", Field: "cost"}}}}}, "no cost to settle"},
+		{"settle of an uncharged bucket", Spec{Buckets: []string{"pool", "tokens"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "tokens", Field: "usage.total_tokens"}}}}}, `"tokens" is not one the rule charges`},
+		{"a bucket settled twice", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Field: "a"}, {Bucket: "pool", Header: "X-Cost"}}}}}, "settled twice"},
+		{"settle reading nothing", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool"}}}}}, "neither a header nor a field"},
+		{"settle from a bad header name", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Header: "X Cost"}}}}}, "not a header name"},
+		{"settle from a bad field path", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Field: "usage..tokens"}}}}}, "not a dotted path"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -146,12 +155,16 @@ func TestInvalidSpecs(t *testing.T) {
 
 func TestFuncChargesChecked(t *testing.T) {
 	spec := Spec{Buckets: []string{"pool"}, Rules: []Rule{
-		{Pattern: "/zero", Endpoint: "zero", Func: func(*http.Request) ([]Charge, error) { return []Charge{{"pool", 0}}, nil }},
-		{Pattern: "/nobucket", Endpoint: "nobucket", Func: func(*http.Request) ([]Charge, error) { return []Charge{{"nope", 1}}, nil }},
-		{Pattern: "/fails", Endpoint: "fails", Func: func(*http.Request) ([]Charge, error) { return nil, errors.New("boom") }},
+		{Pattern: "/zero", Endpoint: "zero", Func: func(*http.Request) (Endpoint, error) { return Endpoint{Charges: []Charge{{"pool", 0}}}, nil }},
+		{Pattern: "/none", Endpoint: "none", Func: func(*http.Request) (Endpoint, error) { return Endpoint{}, nil }},
+		{Pattern: "/nobucket", Endpoint: "nobucket", Func: func(*http.Request) (Endpoint, error) { return Endpoint{Charges: []Charge{{"nope", 1}}}, nil }},
+		{Pattern: "/freewithunits", Endpoint: "freewithunits", Func: func(*http.Request) (Endpoint, error) {
+			return Endpoint{Free: true, Charges: []Charge{{"pool", 1}}}, nil
+		}},
+		{Pattern: "/fails", Endpoint: "fails", Func: func(*http.Request) (Endpoint, error) { return Endpoint{}, errors.New("boom") }},
 	}}
 	tab := mustNew(t, spec)
-	for _, p := range []string{"/zero", "/nobucket"} {
+	for _, p := range []string{"/zero", "/none", "/nobucket", "/freewithunits"} {
 		req, _ := http.NewRequest("GET", "https://x"+p, nil)
 		if _, err := tab.Resolve(req); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", p, err)
@@ -230,4 +243,43 @@ func TestConcurrentResolve(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestFreeAndSettledRules: free and continuation rules resolve to free
+// endpoints, with the zero-unit charges that name their caps; settle specs
+// come through as written, from Go values and from JSON.
+func TestFreeAndSettledRules(t *testing.T) {
+	tab, err := Load(strings.NewReader(`{
+	  "buckets": ["pool", "tokens"],
+	  "rules": [
+	    {"pattern": "GET /status", "endpoint": "status", "free": true},
+	    {"pattern": "PUT /upload/{id}", "endpoint": "upload.chunk", "continues": true, "charges": [{"bucket": "pool", "units": 0}]},
+	    {"pattern": "POST /v1/chat", "endpoint": "chat", "charges": [{"bucket": "pool", "units": 1}, {"bucket": "tokens", "units": 4096}],
+	     "settle": [{"bucket": "tokens", "field": "usage.total_tokens"}]}
+	  ]
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		method, path string
+		want         Endpoint
+	}{
+		{"GET", "/status", Endpoint{Name: "status", Free: true}},
+		{"PUT", "/upload/7", Endpoint{Name: "upload.chunk", Free: true, Continues: true, Charges: []Charge{{"pool", 0}}}},
+		{"POST", "/v1/chat", Endpoint{Name: "chat", Charges: []Charge{{"pool", 1}, {"tokens", 4096}}, Settle: []Settle{{Bucket: "tokens", Field: "usage.total_tokens"}}}},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, "https://api.example.com"+c.path, nil)
+		got, err := tab.Resolve(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.method, c.path, err)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %s = %+v, want %+v", c.method, c.path, got, c.want)
+		}
+		if got.Units() != 0 && got.Free {
+			t.Errorf("%s %s: a free endpoint spends %d units", c.method, c.path, got.Units())
+		}
+	}
 }

@@ -68,11 +68,11 @@ func ExampleRule_func() {
 		Rules: []costs.Rule{{
 			Pattern:  "GET api.example.com/v1/export",
 			Endpoint: "export",
-			Func: func(r *http.Request) ([]costs.Charge, error) {
+			Func: func(r *http.Request) (costs.Endpoint, error) {
 				if r.URL.Query().Get("format") == "full" {
-					return []costs.Charge{{Bucket: "pool", Units: 25}}, nil
+					return costs.Endpoint{Charges: []costs.Charge{{Bucket: "pool", Units: 25}}}, nil
 				}
-				return []costs.Charge{{Bucket: "pool", Units: 5}}, nil
+				return costs.Endpoint{Charges: []costs.Charge{{Bucket: "pool", Units: 5}}}, nil
 			},
 		}},
 	})
