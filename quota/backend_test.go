@@ -93,6 +93,14 @@ var suite = []struct {
 	{"FastPathAgreesWithGeneral", testFastPathAgrees},
 	{"AdjacentFormatsAgree", testAdjacentFormatsAgree},
 	{"LaterFormatRefused", testLaterFormatRefused},
+	{"Settle", testSettle},
+	{"SettleSeveralLimits", testSettleSeveralLimits},
+	{"SlotsCap", testSlotsCap},
+	{"SlotsHandedInOrder", testSlotsHandedInOrder},
+	{"SlotsOfADeadProcessExpire", testSlotsOfADeadProcessExpire},
+	{"SlotsUnderLoad", testSlotsUnderLoad},
+	{"InteractiveBeforeBackground", testInteractiveBeforeBackground},
+	{"BackgroundInArrivalOrder", testBackgroundInArrivalOrder},
 }
 
 func runSuite(t *testing.T, b *backend) {

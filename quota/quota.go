@@ -63,6 +63,8 @@ type Limiter struct {
 	prepared prepared
 	batch    batcher
 	calendar calendarArgs
+	keeper   keeper   // renews the slots held
+	watchers watchers // wakes the callers waiting for a slot
 }
 
 // An Option configures a Limiter; New reports the first option it cannot
@@ -160,6 +162,11 @@ func (l *Limiter) Allow(ctx context.Context, scope string, charges ...Charge) (*
 // hold counts at once: later callers queue behind it. When the instant lies
 // beyond maxWait, nothing is recorded and the reservation is not OK. Call
 // Cancel if the call will not be made.
+//
+// A Background call (see WithPriority) never takes a hold, so that an
+// interactive call arriving later can still be admitted first: Reserve
+// waits its turn in the scope's background room, up to maxWait, and
+// returns it admitted now, or refused.
 func (l *Limiter) Reserve(ctx context.Context, scope string, maxWait time.Duration, charges ...Charge) (*Reservation, error) {
 	wait := unbounded
 	if maxWait >= 0 {
@@ -247,8 +254,12 @@ func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
 }
 
 // reserve runs the reserve script with maxWait in µs: 0 asks for an
-// immediate decision.
+// immediate decision. A background call (see WithPriority) is decided in
+// its scope's background room instead.
 func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+	if priorityOf(ctx) == Background {
+		return l.background(ctx, scope, maxWait, charges)
+	}
 	keys, args, seq, err := l.decision(scope, maxWait, charges)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,8 +30,10 @@ type Reservation struct {
 	seq       uint64    // with the limiter's prefix, the id of the entries written
 	decided   time.Time // local time the reply arrived, to sleep from
 
-	cancelOnce sync.Once
-	cancelErr  error
+	mu        sync.Mutex // guards what follows
+	units     []int64    // each charge's units as now written; nil: as asked
+	cancelled bool
+	cancelErr error
 }
 
 // OK reports whether the charges were admitted, now or at Time.
@@ -75,25 +78,93 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 	if !r.ok {
 		return nil
 	}
-	r.cancelOnce.Do(func() {
-		// The entries as reserve.lua wrote them: "<at>:<units>:<id>".
-		l := r.lim
-		id := l.entryID(r.seq)
-		var keys []string
-		var args []any
-		for _, c := range r.charges {
-			member := strconv.FormatInt(r.at, 10) + ":" + strconv.FormatInt(c.Units, 10) + ":" + id
-			for _, lim := range c.Limits {
-				w := l.window(r.scope, c.Bucket, lim)
-				keys = append(keys, w.log, w.meta, w.sum)
-				args = append(args, member)
-			}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelled {
+		return r.cancelErr
+	}
+	r.cancelled = true
+	var keys []string
+	var args []any
+	for i, c := range r.charges {
+		member := r.member(i)
+		for _, lim := range c.Limits {
+			w := r.lim.window(r.scope, c.Bucket, lim)
+			keys = append(keys, w.log, w.meta, w.sum)
+			args = append(args, member)
 		}
-		if err := cancelScript.Run(ctx, r.lim.client, keys, args...).Err(); err != nil && err != redis.Nil {
-			r.cancelErr = redisError(ctx, "cancel", err)
-		}
-	})
+	}
+	if err := cancelScript.Run(ctx, r.lim.client, keys, args...).Err(); err != nil && err != redis.Nil {
+		r.cancelErr = redisError(ctx, "cancel", err)
+	}
 	return r.cancelErr
+}
+
+// Settle replaces the units the reservation charged bucket with what the
+// call truly cost, e.g. the tokens a response reported where the charge
+// was the request's max_tokens. The call then counts units, at the instant
+// it was admitted, for exactly one window: a refund frees room at once for
+// every process; an extra charge counts even if it takes a window over its
+// limit, since the upstream spent it, and later calls wait it out. Settle
+// a call that was made (Cancel one that was not); settle again to correct
+// a settlement. It does nothing on a refusal or after Cancel, and fails
+// with ErrInvalid for a bucket the reservation did not charge or units
+// below zero or above MaxUnits. Settling costs one round trip; calls never
+// settled cost nothing more.
+func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) error {
+	if units < 0 || units > MaxUnits {
+		return invalid(fmt.Sprintf("settlement of %d units for bucket %q", units, bucket), "units must be between 0 and MaxUnits")
+	}
+	i := slices.IndexFunc(r.charges, func(c Charge) bool { return c.Bucket == bucket })
+	if i < 0 {
+		return invalid(fmt.Sprintf("settlement for bucket %q", bucket), "the reservation charged no such bucket")
+	}
+	if !r.ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelled {
+		return nil
+	}
+	was := r.currentUnits(i)
+	if units == was {
+		return nil
+	}
+	old := r.member(i)
+	if r.units == nil {
+		r.units = make([]int64, len(r.charges))
+		for j, c := range r.charges {
+			r.units[j] = c.Units
+		}
+	}
+	r.units[i] = units
+	c := r.charges[i]
+	keys := make([]string, 0, 3*len(c.Limits))
+	for _, lim := range c.Limits {
+		w := r.lim.window(r.scope, c.Bucket, lim)
+		keys = append(keys, w.log, w.meta, w.sum)
+	}
+	if err := settleScript.Run(ctx, r.lim.client, keys, old, r.member(i), units-was).Err(); err != nil {
+		r.units[i] = was // nothing was written: the entry keeps its units
+		return redisError(ctx, "settle", err)
+	}
+	return nil
+}
+
+// currentUnits returns the units the i-th charge's entries hold now. The caller
+// holds r.mu.
+func (r *Reservation) currentUnits(i int) int64 {
+	if r.units != nil {
+		return r.units[i]
+	}
+	return r.charges[i].Units
+}
+
+// member is the i-th charge's log entry as now written, "<at>:<units>:<id>".
+// The caller holds r.mu.
+func (r *Reservation) member(i int) string {
+	return strconv.FormatInt(r.at, 10) + ":" + strconv.FormatInt(r.currentUnits(i), 10) + ":" + r.lim.entryID(r.seq)
 }
 
 // Wait sleeps until the reservation is due: Delay after the moment its reply

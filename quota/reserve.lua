@@ -1,18 +1,16 @@
 -- reserve.lua: decide whether a call may spend its units under every limit
--- it names, and record it when it may, in one atomic step.
+-- it names, and record it when it may, in one atomic step: now, or as a
+-- hold at the earliest instant it fits, after every hold already waiting.
 --
 -- Needs: fast.lua (now, n, nread, read: the clock, and every meta, sum and
--- pause read in one MGET), which took the common case, and log.lua.
+-- pause read in one MGET), which took the common case; log.lua; decide.lua.
 --
--- KEYS: meta_1, sum_1, ..., meta_n, sum_n, the pause of each bucket
---       charged and the scope's, then log_1, ..., log_n: what a decision
---       reads comes first, for one MGET of a range
+-- KEYS: decide.lua's
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
 --       maxwait  how far in µs the admission instant may lie after now:
 --                0 for an immediate decision
 --       id       a unique suffix for the entries written
---       then per limit: units, room (its limit less units), span (see
---       limit() in log.lua)
+--       then decide.lua's, per limit
 --
 -- Reply: {admitted (1 or 0), now, at, remaining, by}, or fast.lua's string
 --   at: the admission instant when admitted; when refused, the earliest
@@ -29,67 +27,13 @@
 -- MGET (every meta and sum, and the pauses), RPUSH and INCRBY per limit.
 
 local maxwait = tonumber(ARGV[2])
-local id = ARGV[3]
-
-local limits = {}
-for i = 1, n do
-  local L = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], ARGV[3 * i + 3])
-  L.need = tonumber(ARGV[3 * i + 1])
-  L.units = tonumber(ARGV[3 * i + 2]) + L.need
-  limits[i] = L
-end
-
--- Bring every log up to date where it matters and find where the new entry
--- may go: after the newest entry of each log it joins (first come, first
--- served), and after any pause of its buckets or scope.
-local t0 = now
-for i, L in ipairs(limits) do
-  load(L, read[2 * i - 1], read[2 * i])
-  local c = cut(L, now)
-  if not c then
-    return redis.error_reply('ERR tollgate: clock outside the calendar days sent')
-  end
-  if L.sum > 0 then
-    -- Trim when the room is needed, or a window after the oldest entry
-    -- left (a day's entries at once); drop leases that have left.
-    local needed = L.sum + L.need > L.units
-    local stale = L.head ~= 0 and L.head <= c and (L.window == 0 or L.head <= c - L.window)
-    local due = false
-    for _, x in ipairs(L.leases) do
-      if x.e <= c then due = true end
-    end
-    if needed or stale or due then expire(L, c, needed) end
-  end
-  if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
-end
-local by = 0
-for i = 2 * n + 1, nread do
-  local u = pause_end(KEYS[i], read[i])
-  if u and u > t0 then t0, by = u, -(i - 2 * n) end
-end
-
-local at, beyond = t0, false
-local remaining = nil
-for i, L in ipairs(limits) do
-  local f = fit(L, t0, L.need)
-  if not f then
-    beyond, by = true, i
-  elseif f > at then
-    at, by = f, i
-  end
-  local room = L.units - L.sum
-  if not remaining or room < remaining then remaining = room end
-end
-
+local limits = windows(n, nread)
+local t0, by = prepare(limits, read, nread, now)
+if not t0 then return by end
+local at, beyond, remaining
+at, beyond, by, remaining = place(limits, t0, by)
 if beyond or at - now > maxwait then
-  for _, L in ipairs(limits) do
-    if L.dirty then save(L, now) end
-  end
-  return {0, now, at, math.max(remaining, 0), by}
+  keep(limits, now)
+  return {0, now, at, remaining, by}
 end
-
-for _, L in ipairs(limits) do
-  append(L, at, L.need, id, now)
-  remaining = math.min(remaining, L.units - L.sum)
-end
-return {1, now, at, math.max(remaining, 0), by}
+return {1, now, at, admit(limits, at, ARGV[3], now), by}

@@ -17,12 +17,22 @@ var (
 	logPart string // the weighted sliding log: load, trim, fit, append, save
 	//go:embed fast.lua
 	fastPart string // the reserve script's clock, reads and common decision
+	//go:embed decide.lua
+	decidePart string // the general decision, in parts
 	//go:embed reserve.lua
 	reservePart string
+	//go:embed background.lua
+	backgroundPart string
 	//go:embed record.lua
 	recordPart string
 	//go:embed cancel.lua
 	cancelPart string
+	//go:embed settle.lua
+	settlePart string
+	//go:embed room.lua
+	roomPart string // a waiting room in arrival order across processes
+	//go:embed slots.lua
+	slotsPart string
 	//go:embed lease.lua
 	leasePart string
 	//go:embed usage.lua
@@ -34,15 +44,22 @@ var (
 var (
 	// reserveScript decides a call: fast.lua takes the common case before
 	// the log code is even defined; reserve.lua every other.
-	reserveScript = redis.NewScript(fastPart + logPart + reservePart)
+	reserveScript = redis.NewScript(fastPart + logPart + decidePart + reservePart)
+	// backgroundScript decides a background call: now, or a turn in the
+	// scope's background room; never a hold.
+	backgroundScript = redis.NewScript(clockPart + logPart + decidePart + roomPart + backgroundPart)
 	// recordScript writes units spent without a decision.
 	recordScript = redis.NewScript(clockPart + logPart + recordPart)
 	// cancelScript removes a reservation's entries.
 	cancelScript = redis.NewScript(cancelPart)
+	// settleScript replaces a reservation's units with its true cost.
+	settleScript = redis.NewScript(settlePart)
 	// leaseScript takes and ends leases.
 	leaseScript = redis.NewScript(clockPart + logPart + leasePart)
 	// usageScript reads one limit's usage.
 	usageScript = redis.NewScript(clockPart + logPart + usagePart)
+	// slotsScript takes, releases and renews slots of a concurrency cap.
+	slotsScript = redis.NewScript(clockPart + roomPart + slotsPart)
 	// pauseScript sets a pause; it needs only the clock.
 	pauseScript = redis.NewScript(clockPart + pausePart)
 )
