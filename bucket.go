@@ -22,6 +22,14 @@ type Bucket struct {
 	// ReservePercent is kept below every limit as a share of it, rounded
 	// up, e.g. 5 keeps 500 of 10,000.
 	ReservePercent float64
+	// InFlight, when positive, caps the bucket's requests in flight at once
+	// in each scope, for every process sharing the Redis, e.g. 100 for
+	// GitHub's concurrent requests per user. A request holds its slot from
+	// its admission until its response body is read to its end or closed,
+	// or it fails; a dead process's slots are free again within
+	// quota.SlotTTL. Its requests are decided call by call, never from a
+	// lease.
+	InFlight int
 }
 
 // effective returns the limits tollgate enforces: each upstream limit less
@@ -32,6 +40,9 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 	}
 	if b.ReserveUnits < 0 || b.ReservePercent < 0 || b.ReservePercent >= 100 || math.IsNaN(b.ReservePercent) {
 		return nil, configErrorf("bucket %q: reserve must be at least zero and under 100%%", name)
+	}
+	if b.InFlight < 0 {
+		return nil, configErrorf("bucket %q: InFlight %d: a cap must allow at least one request, or be 0 for none", name, b.InFlight)
 	}
 	out := make([]quota.Limit, len(b.Limits))
 	for i, l := range b.Limits {
@@ -63,23 +74,32 @@ func sameWindow(a, b quota.Limit) bool {
 }
 
 // enforced returns the limits tollgate enforces for each bucket a cost
-// table charges: the configured limits less the reserve, sliding windows
-// lengthened by transit. A bucket the table charges must be configured.
-func enforced(charged []string, buckets map[string]Bucket, transit time.Duration) (map[string][]quota.Limit, error) {
-	out := make(map[string][]quota.Limit, len(charged))
+// table charges (the configured limits less the reserve, sliding windows
+// lengthened by transit), and the caps on requests in flight. A bucket the
+// table charges must be configured.
+func enforced(charged []string, buckets map[string]Bucket, transit time.Duration) (map[string][]quota.Limit, map[string]int, error) {
+	limits := make(map[string][]quota.Limit, len(charged))
+	caps := make(map[string]int)
 	for _, name := range charged {
 		b, ok := buckets[name]
 		if !ok {
-			return nil, configErrorf("the cost table charges bucket %q, which Config.Buckets does not define", name)
+			return nil, nil, configErrorf("the cost table charges bucket %q, which Config.Buckets does not define", name)
 		}
 		lims, err := b.effective(name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out[name] = lengthen(lims, transit)
+		limits[name] = lengthen(lims, transit)
+		if b.InFlight > 0 {
+			caps[name] = b.InFlight
+		}
 	}
-	return out, nil
+	return limits, caps, nil
 }
+
+// DefaultBackgroundShare is the share of each limit background requests
+// may spend when Config.BackgroundShare does not say.
+const DefaultBackgroundShare = 0.8
 
 // DefaultTransit is the Transit of a Config that sets none: enough for a
 // loaded machine to wake a waiting request and send it.
@@ -110,7 +130,8 @@ func lengthen(limits []quota.Limit, d time.Duration) []quota.Limit {
 }
 
 // shareOf returns every bucket's limits scaled to a share of their units,
-// at least 1 each, for the in-process limiter of the FailLocal mode.
+// at least 1 each: for background requests, and for the in-process limiter
+// of the FailLocal mode.
 func shareOf(limits map[string][]quota.Limit, s float64) map[string][]quota.Limit {
 	out := make(map[string][]quota.Limit, len(limits))
 	for name, lims := range limits {
@@ -120,6 +141,16 @@ func shareOf(limits map[string][]quota.Limit, s float64) map[string][]quota.Limi
 			scaled[i] = l
 		}
 		out[name] = scaled
+	}
+	return out
+}
+
+// capsOf returns caps scaled to a share, at least 1 each, for the
+// in-process limiter of the FailLocal mode.
+func capsOf(caps map[string]int, s float64) map[string]int {
+	out := make(map[string]int, len(caps))
+	for name, n := range caps {
+		out[name] = max(int(math.Floor(float64(n)*s)), 1)
 	}
 	return out
 }

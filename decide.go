@@ -13,14 +13,25 @@ import (
 // A decider is a limiter with the limits it enforces: the shared one in
 // Redis, or the FailLocal mode's in-process one, holding a share of them.
 type decider struct {
-	lim    *quota.Limiter
-	limits map[string][]quota.Limit
-	local  bool // the FailLocal mode's: its refusals say nothing of Redis
+	lim        *quota.Limiter
+	limits     map[string][]quota.Limit // for interactive requests
+	background map[string][]quota.Limit // the share background requests may spend
+	caps       map[string]int           // requests in flight, per bucket that has a cap
+	local      bool                     // the FailLocal mode's: its refusals say nothing of Redis
+}
+
+// limitsFor returns the limits d enforces for the call's priority.
+func (d *decider) limitsFor(c *call) map[string][]quota.Limit {
+	if c.background {
+		return d.background
+	}
+	return d.limits
 }
 
 // outcome is what a decision admitted.
 type outcome struct {
-	res    *quota.Reservation // the units reserved; nil when unmetered or leased
+	res    *quota.Reservation // the units reserved; nil when unmetered, leased or free
+	slots  []*quota.Slot      // the slots of capped buckets, held until the response ends
 	lease  *quota.Lease       // the lease the units came from, if any
 	spent  time.Time          // when they were taken from it
 	by     *decider           // who decided; nil when nobody did
@@ -44,8 +55,14 @@ func (o outcome) scope(c *call) string {
 // hand is spent first, even while Redis is down: its units are counted
 // there already.
 func (t *Transport) decide(ctx context.Context, c *call) (outcome, error) {
+	if c.background {
+		ctx = quota.WithPriority(ctx, Background)
+	}
 	if c.endpoint.Free {
-		return t.admitFree(c)
+		o, err := t.admitFree(c)
+		if err != nil || !t.capped(c) {
+			return o, err
+		}
 	}
 	if o, ok := t.spendLease(c); ok {
 		return o, nil
@@ -101,14 +118,14 @@ func (t *Transport) fallback(ctx context.Context, c *call) (outcome, error) {
 
 // apply runs the request's policy on one decider.
 func (t *Transport) apply(ctx context.Context, d *decider, c *call) (outcome, error) {
-	o := outcome{by: d}
-	if c.policy.OnRefusal == FailFast && !d.local {
+	o := outcome{by: d, free: c.endpoint.Free}
+	if c.policy.OnRefusal == FailFast && !d.local && !c.background {
 		if qe, ok := t.exhausted.check(c.scope, c.endpoint, t.now()); ok {
 			o.cached = true
 			return o, qe
 		}
 	}
-	charges := quotaCharges(c.endpoint, d.limits)
+	charges := quotaCharges(c.endpoint, d.limitsFor(c))
 	switch c.policy.OnRefusal {
 	case FailFast:
 		return t.admitNow(ctx, d, c, c.scope, charges, o)
@@ -144,28 +161,38 @@ func (t *Transport) apply(ctx context.Context, d *decider, c *call) (outcome, er
 	}
 }
 
-// admitNow asks for the units in scope and fails with a *QuotaError when
-// they do not fit now.
+// admitNow asks for the slots and units in scope and fails with a
+// *QuotaError when they are not free now.
 func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope string, charges []quota.Charge, o outcome) (outcome, error) {
+	slots, err := t.takeSlots(ctx, d, c, scope, 0)
+	if err != nil {
+		return o, err
+	}
+	if len(charges) == 0 { // a free request, held by its slots alone
+		o.slots = slots
+		return o, nil
+	}
 	r, err := d.lim.Allow(ctx, scope, charges...)
 	if err != nil {
+		t.releaseSlots(ctx, slots)
 		return o, limiterError(d, c, scope, err)
 	}
 	if !r.OK() {
+		t.releaseSlots(ctx, slots)
 		qe := refusal(c, scope, r)
-		if !d.local && (qe.Bucket != "" || qe.Upstream) && qe.RetryAfter > 0 {
+		if !d.local && !c.background && (qe.Bucket != "" || qe.Upstream) && qe.RetryAfter > 0 {
 			t.exhausted.note(scope, qe.Bucket, qe.Units, qe.Upstream, t.now().Add(qe.RetryAfter), t.now())
 		}
 		return o, qe
 	}
-	o.res = r
+	o.res, o.slots = r, slots
 	return o, nil
 }
 
-// waitTurn takes a hold in the request's own scope and sleeps until it is
-// due. The whole of it, the Redis round trip included, ends within the
-// policy's MaxWait and the context's deadline: a hold that would fall
-// later is refused (or given back) at once.
+// waitTurn waits for the request's slots, then takes a hold in its own
+// scope and sleeps until it is due. The whole of it, the Redis round trips
+// included, ends within the policy's MaxWait and the context's deadline: a
+// slot or hold that would come later is refused (or given back) at once.
 func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, charges []quota.Charge, o outcome) (outcome, error) {
 	wctx := ctx
 	if limit := c.policy.waitLimit(); limit >= 0 {
@@ -173,6 +200,33 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, charges [
 		wctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
+	maxWait := time.Duration(-1)
+	deadline, bounded := wctx.Deadline()
+	if bounded {
+		maxWait = max(time.Until(deadline), 0)
+	}
+	slots, err := t.takeSlots(wctx, d, c, c.scope, maxWait)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope}
+		}
+		return o, err
+	}
+	o.slots = slots
+	if len(charges) == 0 {
+		return o, nil
+	}
+	o, err = t.waitUnits(ctx, wctx, d, c, charges, o)
+	if err != nil {
+		t.releaseSlots(ctx, slots)
+		o.slots = nil
+	}
+	return o, err
+}
+
+// waitUnits takes a hold for the request's units and sleeps until it is
+// due, within wctx's deadline.
+func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, charges []quota.Charge, o outcome) (outcome, error) {
 	maxWait := time.Duration(-1)
 	deadline, bounded := wctx.Deadline()
 	if bounded {
@@ -196,6 +250,7 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, charges [
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		_ = r.Cancel(cctx)
+		o.res = nil
 		if err := ctx.Err(); err != nil {
 			return o, err
 		}
@@ -205,6 +260,7 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, charges [
 		t.waiting(ctx, c, r)
 	}
 	if err := r.Wait(wctx); err != nil {
+		o.res = nil // Wait gave the hold back
 		if ctx.Err() == nil {
 			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: time.Until(deadline)}
 		}
@@ -247,8 +303,12 @@ func refusal(c *call, scope string, r *quota.Reservation) *QuotaError {
 }
 
 // quotaCharges turns an endpoint's charges into the limiter's, with the
-// limits of each bucket.
+// limits of each bucket; a free endpoint's zero-unit charges, which only
+// name buckets for their caps, are left out.
 func quotaCharges(e costs.Endpoint, limits map[string][]quota.Limit) []quota.Charge {
+	if e.Free {
+		return nil
+	}
 	out := make([]quota.Charge, len(e.Charges))
 	for i, ch := range e.Charges {
 		out[i] = quota.Charge{Bucket: ch.Bucket, Units: ch.Units, Limits: limits[ch.Bucket]}

@@ -50,6 +50,9 @@ type Decision struct {
 	// Leased reports units spent from this process's lease (see
 	// Config.Lease), without a round trip.
 	Leased bool
+	// Settled reports, to OnSettle, the request's true cost read from its
+	// response: Charges are then what it counts now.
+	Settled bool
 	// Err is why the request was not sent, when it was not: a *QuotaError,
 	// an *UnavailableError while Redis is down and the endpoint fails
 	// closed, or the context's error.

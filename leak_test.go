@@ -2,6 +2,7 @@ package tollgate_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/embedded"
 )
@@ -84,6 +86,60 @@ func TestNoGoroutineOutlivesARoundTrip(t *testing.T) {
 	}
 	rdb.Close()
 	localRdb.Close()
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	waitNoTollgateGoroutines(t, before)
+}
+
+// TestNothingOutlivesABodyOrATransport: the goroutines that keep slots
+// alive and wake their waiters end when the last body is closed, or the
+// Transport is; a body left open holds its slot until then.
+func TestNothingOutlivesABodyOrATransport(t *testing.T) {
+	before := tollgateGoroutines()
+	_, rc := realRedis(t)
+	up := newUpstream(t)
+	up.setRespond(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"usage":{"total_tokens":3}}`)) })
+	tab, err := costs.New(costs.Spec{
+		Buckets: []string{"pool"},
+		Rules: []costs.Rule{{Pattern: "GET /v1/chat", Endpoint: "chat", Charges: []costs.Charge{{Bucket: "pool", Units: 10}},
+			Settle: []costs.Settle{{Bucket: "pool", Field: "usage.total_tokens"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tollgate.New(tollgate.Config{
+		Limiter: limiterOn(t, rc), Costs: tab,
+		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(1000, time.Minute)}, InFlight: 2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() *http.Response {
+		req, _ := http.NewRequest("GET", up.URL+"/v1/chat", nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	a, b := open(), open() // both slots held by open bodies
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	if _, err := send(t, tr, ctx, "GET", up.URL+"/v1/chat", nil); err == nil {
+		t.Error("a third request got a slot while two bodies were open")
+	}
+	cancel()
+	io.Copy(io.Discard, a.Body)
+	a.Body.Close() // settles and frees a slot
+	c := open()
+	c.Body.Close()
+	if err := tr.Close(); err != nil { // frees b's slot, though b is still open
+		t.Fatal(err)
+	}
+	n, err := rc.ZCard(context.Background(), "tollgate:{default}:pool:slots").Result()
+	if err != nil || n != 0 {
+		t.Errorf("%d slots still held after Close (err %v), want 0", n, err)
+	}
+	b.Body.Close()
+	tr.CloseIdleConnections()
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	waitNoTollgateGoroutines(t, before)
 }

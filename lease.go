@@ -53,10 +53,13 @@ func (l *leases) slot(k leaseKey) *leaseSlot {
 }
 
 // leasable returns the lease terms of a request that spends from leases,
-// or false. Requests charging several buckets ask Redis call by call:
-// their units must be taken together.
+// or false. Requests charging several buckets ask Redis call by call
+// (their units must be taken together), and so do requests whose cost is
+// settled after the response, that hold a slot, or that are background
+// (which must wait their turn behind interactive ones).
 func (t *Transport) leasable(c *call) (units int64, term time.Duration, ok bool) {
-	if t.cfg.Lease == nil || len(c.endpoint.Charges) != 1 {
+	if t.cfg.Lease == nil || len(c.endpoint.Charges) != 1 || c.endpoint.Free ||
+		len(c.endpoint.Settle) > 0 || c.background || t.capped(c) {
 		return 0, 0, false
 	}
 	units, term = t.cfg.Lease(c.scope, c.endpoint.Charges[0].Bucket)

@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(loadChildEnv); cfg != "" {
 		os.Exit(loadChild(cfg))
 	}
+	if cfg := os.Getenv(capChildEnv); cfg != "" {
+		os.Exit(capChild(cfg))
+	}
 	os.Exit(m.Run())
 }
 

@@ -82,6 +82,9 @@ type Policy struct {
 	MaxWait time.Duration
 	// OnOutage applies while Redis cannot be reached.
 	OnOutage Outage
+	// Priority is the endpoint's requests' priority; a request whose
+	// context carries Background (WithPriority) is background too.
+	Priority Priority
 }
 
 // waitLimit is how long a request with this policy may wait for its turn,

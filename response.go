@@ -11,13 +11,16 @@ import (
 // read hands the response to the upstream reader. When it says the quota
 // is spent, every worker is paused (in Redis, or on the limiter that
 // decided) and the caller gets a *QuotaError instead of the response.
+// Otherwise the response goes to the caller, metered: its true cost is
+// settled and its slots given back when its body ends (settle.go).
 func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Response) (*http.Response, error) {
 	v := t.upstream(resp, c.endpoint)
 	if !v.Spent {
-		return resp, nil
+		return t.meter(ctx, c, o, resp), nil
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	resp.Body.Close()
+	t.releaseSlots(ctx, o.slots)
 
 	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: o.scope(c), Units: c.endpoint.Units(), RetryAfter: v.Pause, Upstream: true}
 	buckets := v.Buckets

@@ -36,8 +36,11 @@ func (t *Transport) send(c *call, o outcome) (*http.Response, error) {
 		}
 	}
 	resp, err := base.RoundTrip(out)
-	if err != nil && trace != nil && trace.neverSent(err) {
-		t.refund(c, o)
+	if err != nil {
+		if trace != nil && trace.neverSent(err) {
+			t.refund(c, o)
+		}
+		t.releaseSlots(c.req.Context(), o.slots)
 	}
 	return resp, err
 }

@@ -85,6 +85,11 @@ type Config struct {
 	// eight instances.
 	LocalShare float64
 
+	// BackgroundShare is the share of each limit, after the reserve, that
+	// background requests (see Priority) may spend, e.g. 0.8; interactive
+	// requests may spend all of it. 0 means DefaultBackgroundShare.
+	BackgroundShare float64
+
 	// Upstream reads every response for what it says about the quota. nil
 	// means DefaultUpstream (a 429 pauses the scope for its Retry-After).
 	Upstream UpstreamFunc
@@ -96,6 +101,11 @@ type Config struct {
 	// to sleep until its turn: the Decision's At is when the turn comes.
 	// OnDecision follows when the wait ends.
 	OnWait DecisionHook
+
+	// OnSettle, when set, is called when a response tells a request's true
+	// cost (costs.Rule.Settle): the Decision's Charges are what the request
+	// now counts, and its Err says why an estimate was kept instead.
+	OnSettle DecisionHook
 
 	// OnSwitch, when set, is called on every switch between Redis and the
 	// outage modes.
@@ -121,6 +131,7 @@ type Transport struct {
 	ledger    ledger    // units spent while it did not
 	exhausted exhausted // refusals known to hold for a while
 	leases    leases    // this process's leases, per scope and bucket
+	held      heldSlots // the slots of requests in flight
 	usage     usageReads
 	closed    atomic.Bool
 }
@@ -146,11 +157,18 @@ func New(cfg Config) (*Transport, error) {
 	if t.upstream == nil {
 		t.upstream = DefaultUpstream
 	}
-	limits, err := enforced(cfg.Costs.Buckets(), cfg.Buckets, transit(cfg.Transit))
+	limits, caps, err := enforced(cfg.Costs.Buckets(), cfg.Buckets, transit(cfg.Transit))
 	if err != nil {
 		return nil, err
 	}
-	t.redis = decider{lim: cfg.Limiter, limits: limits}
+	share := cfg.BackgroundShare
+	if share == 0 {
+		share = DefaultBackgroundShare
+	}
+	if !(share > 0 && share <= 1) {
+		return nil, configErrorf("BackgroundShare %v is not within (0, 1]", cfg.BackgroundShare)
+	}
+	t.redis = decider{lim: cfg.Limiter, limits: limits, background: shareOf(limits, share), caps: caps}
 	for i, r := range cfg.Routes {
 		if r.Scope == "" && r.Base == nil {
 			return nil, configErrorf("route %d (%q) has neither a Scope nor a Base", i, r.Name)
@@ -163,7 +181,8 @@ func New(cfg Config) (*Transport, error) {
 		return nil, configErrorf("Local and LocalShare go together: set both for the FailLocal outage mode, or neither")
 	}
 	if cfg.Local != nil {
-		t.local = &decider{lim: cfg.Local, limits: shareOf(limits, cfg.LocalShare), local: true}
+		local := shareOf(limits, cfg.LocalShare)
+		t.local = &decider{lim: cfg.Local, limits: local, background: shareOf(local, share), caps: capsOf(caps, cfg.LocalShare), local: true}
 	}
 	if err := t.checkPolicies(); err != nil {
 		return nil, err
@@ -209,13 +228,14 @@ func (t *Transport) checkPolicy(p Policy) error {
 }
 
 // Close ends the Transport's leases, giving back what they did not spend,
-// and makes later requests fail with ErrClosed. It closes neither the
-// limiters, which the caller owns, nor idle connections of Base.
+// gives back the slots of requests still in flight, and makes later
+// requests fail with ErrClosed. It closes neither the limiters, which the
+// caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return t.leases.endAll(ctx)
+	return errors.Join(t.leases.endAll(ctx), t.held.releaseAll(ctx))
 }
 
 // CloseIdleConnections closes the idle connections of Base and of the
@@ -234,10 +254,11 @@ func (t *Transport) CloseIdleConnections() {
 
 // call is one request on its way through the Transport.
 type call struct {
-	req      *http.Request
-	endpoint costs.Endpoint
-	scope    string
-	policy   Policy
+	req        *http.Request
+	endpoint   costs.Endpoint
+	scope      string
+	policy     Policy
+	background bool // its policy or its context says Background
 }
 
 // RoundTrip charges the request's units to its quota, then sends it, waits,
@@ -276,6 +297,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, configErrorf("endpoint %q: %v", c.endpoint.Name, err)
 		}
 	}
+	c.background = c.policy.Priority == Background || quota.PriorityOf(req.Context()) == Background
 
 	start := t.now()
 	o, err := t.decide(req.Context(), c)

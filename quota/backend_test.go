@@ -95,6 +95,7 @@ var suite = []struct {
 	{"LaterFormatRefused", testLaterFormatRefused},
 	{"Settle", testSettle},
 	{"SettleSeveralLimits", testSettleSeveralLimits},
+	{"ExactWithSettlement", testExactWithSettlement},
 	{"SlotsCap", testSlotsCap},
 	{"SlotsHandedInOrder", testSlotsHandedInOrder},
 	{"SlotsOfADeadProcessExpire", testSlotsOfADeadProcessExpire},

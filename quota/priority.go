@@ -33,8 +33,8 @@ func WithPriority(ctx context.Context, p Priority) context.Context {
 	return context.WithValue(ctx, priorityKey{}, p)
 }
 
-// priorityOf returns the priority ctx carries, Interactive when none.
-func priorityOf(ctx context.Context) Priority {
+// PriorityOf returns the priority ctx carries, Interactive when none.
+func PriorityOf(ctx context.Context) Priority {
 	p, _ := ctx.Value(priorityKey{}).(Priority)
 	return p
 }

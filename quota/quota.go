@@ -257,7 +257,7 @@ func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
 // immediate decision. A background call (see WithPriority) is decided in
 // its scope's background room instead.
 func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
-	if priorityOf(ctx) == Background {
+	if PriorityOf(ctx) == Background {
 		return l.background(ctx, scope, maxWait, charges)
 	}
 	keys, args, seq, err := l.decision(scope, maxWait, charges)

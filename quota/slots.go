@@ -64,7 +64,7 @@ func (l *Limiter) TakeSlot(ctx context.Context, scope, bucket string, n int, max
 		return nil, invalid("slots "+strconv.Itoa(n), "a cap must allow at least one call in flight")
 	}
 	s := &Slot{lim: l, key: slotKey{scope, bucket}, n: n, id: l.entryID(l.seq.Add(1))}
-	class := priorityOf(ctx)
+	class := PriorityOf(ctx)
 	granted, err := s.take(ctx, class, false)
 	if err != nil || granted {
 		return s.held(granted, err)
@@ -159,11 +159,12 @@ func (s *Slot) Release(ctx context.Context) error {
 }
 
 // keeper renews the slots a Limiter holds, from one goroutine that runs
-// only while it holds any.
+// only while it holds any: it ends as soon as the last is released.
 type keeper struct {
 	mu      sync.Mutex
 	held    map[slotKey]map[*Slot]struct{}
 	running bool
+	empty   chan struct{} // told when the last slot is dropped
 }
 
 // hold starts renewing s.
@@ -178,8 +179,8 @@ func (k *keeper) hold(s *Slot) {
 	}
 	k.held[s.key][s] = struct{}{}
 	if !k.running {
-		k.running = true
-		go k.run(s.lim)
+		k.running, k.empty = true, make(chan struct{}, 1)
+		go k.run(s.lim, k.empty)
 	}
 }
 
@@ -191,13 +192,23 @@ func (k *keeper) drop(s *Slot) {
 	if len(k.held[s.key]) == 0 {
 		delete(k.held, s.key)
 	}
+	if len(k.held) == 0 && k.running {
+		select {
+		case k.empty <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // run renews every slot held, each SlotRenewal, until none is.
-func (k *keeper) run(l *Limiter) {
+func (k *keeper) run(l *Limiter, empty <-chan struct{}) {
 	t := time.NewTicker(SlotRenewal)
 	defer t.Stop()
-	for range t.C {
+	for {
+		select {
+		case <-t.C:
+		case <-empty:
+		}
 		k.mu.Lock()
 		if len(k.held) == 0 {
 			k.running = false

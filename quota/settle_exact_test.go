@@ -1,0 +1,152 @@
+package quota
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/windowcheck"
+)
+
+// settledRun is what one run of settling callers admitted.
+type settledRun struct {
+	calls       []windowcheck.Call // true units, at each admitted call's instant
+	start, end  time.Time          // of the run, on the decision clock
+	holds, lost int                // holds taken; holds cancelled
+}
+
+// runSettling lets callers spend one scope with estimates 2 to 10 times
+// their true cost (1 to 3 units), taking holds and cancelling some, and
+// settling each admitted call to its true cost at once unless settle is
+// false. It runs for about four windows.
+func runSettling(t *testing.T, l *Limiter, s string, lim Limit, callers int, settle bool) settledRun {
+	t.Helper()
+	ctx := context.Background()
+	var (
+		mu  sync.Mutex
+		run settledRun
+		wg  sync.WaitGroup
+	)
+	stop := time.Now().Add(4 * lim.Window)
+	for g := range callers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 11))
+			for time.Now().Before(stop) {
+				truth := int64(1 + rng.IntN(3))
+				estimate := truth * int64(2+rng.IntN(9))
+				r, err := l.Reserve(ctx, s, lim.Window, charge("b", estimate, lim))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !r.OK() {
+					continue
+				}
+				held := r.Delay() > 0
+				if held && rng.IntN(8) == 0 { // a caller that gives up its hold
+					if err := r.Cancel(ctx); err != nil {
+						t.Error(err)
+					}
+					mu.Lock()
+					run.holds++
+					run.lost++
+					mu.Unlock()
+					continue
+				}
+				if err := r.Wait(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				units := estimate
+				if settle {
+					if err := r.Settle(ctx, "b", truth); err != nil {
+						t.Error(err)
+						return
+					}
+					units = truth
+				}
+				mu.Lock()
+				run.calls = append(run.calls, windowcheck.Call{At: r.Time(), Units: units})
+				if held {
+					run.holds++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range run.calls {
+		if i == 0 || c.At.Before(run.start) {
+			run.start = c.At
+		}
+		if c.At.After(run.end) {
+			run.end = c.At
+		}
+	}
+	return run
+}
+
+// utilization is the units counted in the windows after the first (the
+// run's warm-up) up to the last whole one, over what the limit allowed.
+func (r settledRun) utilization(lim Limit) float64 {
+	from := r.start.Add(lim.Window)
+	windows := int(r.end.Sub(from) / lim.Window)
+	if windows < 1 {
+		return 0
+	}
+	to := from.Add(time.Duration(windows) * lim.Window)
+	var units int64
+	for _, c := range r.calls {
+		if !c.At.Before(from) && c.At.Before(to) {
+			units += c.Units
+		}
+	}
+	return float64(units) / float64(int64(windows)*lim.Units)
+}
+
+// testExactWithSettlement: callers whose estimates are 2 to 10 times their
+// true cost settle every call; the true units in any window never exceed
+// the limit (no call here costs more than its estimate), and the limit is
+// used at least 85% by true cost under saturation, where charging the
+// estimates alone uses about a sixth of it. The limit is 50 times callers
+// times the largest estimate, so that few calls wait on holds dated from
+// estimates (see README: Settlement). The figures are checked on real
+// Redis servers.
+func testExactWithSettlement(t *testing.T, b *backend) {
+	const callers = 4
+	lim := PerWindow(50*callers*30, 500*time.Millisecond)
+	settled := runSettling(t, b.limiter(t), scope(t, "settled"), lim, callers, true)
+	if most, at := windowcheck.Most(settled.calls, lim.Window); most > lim.Units {
+		t.Errorf("a window ending %v held %d settled units, over the limit of %d", at, most, lim.Units)
+	}
+	used := settled.utilization(lim)
+	if !b.real {
+		// miniredis emulates Lua too slowly for four callers to saturate
+		// the limit: exactness is all it shows.
+		return
+	}
+	if used < 0.85 {
+		t.Errorf("settled callers used %.1f%% of the limit by true cost, want at least 85%%", 100*used)
+	}
+	if settled.lost == 0 || settled.holds == 0 {
+		t.Errorf("%d holds, %d cancelled: the run did not saturate the limit", settled.holds, settled.lost)
+	}
+	estimated := runSettling(t, b.limiter(t), scope(t, "estimated"), lim, callers, false)
+	if most, _ := windowcheck.Most(estimated.calls, lim.Window); most > lim.Units {
+		t.Errorf("estimates alone: a window held %d units, over the limit of %d", most, lim.Units)
+	}
+	var truth, charged int64
+	for _, c := range estimated.calls {
+		charged += c.Units
+	}
+	for _, c := range settled.calls {
+		truth += c.Units
+	}
+	t.Logf("settled: %d calls, %.1f%% of the limit by true cost; estimates alone: %d calls, %d units charged",
+		len(settled.calls), 100*used, len(estimated.calls), charged)
+	if len(estimated.calls) >= len(settled.calls)/2 {
+		t.Errorf("estimates alone admitted %d calls against %d settled: settling should admit several times more", len(estimated.calls), len(settled.calls))
+	}
+}
