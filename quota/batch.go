@@ -46,10 +46,12 @@ func WithPipelines(n int) Option {
 	}
 }
 
-// decision is one reserve script call, on its way through a batch when it
-// has to queue.
+// decision is one script call (a decision, most often; a settlement, a
+// slot taken or released), on its way through a batch when it has to
+// queue.
 type decision struct {
-	keys  []string
+	script *redis.Script
+	keys   []string
 	args  []any
 	seq   uint64 // names its entries (Limiter.entryID); set while building
 	reply any
@@ -67,14 +69,14 @@ type batcher struct {
 	queue    []*decision
 }
 
-// runReserve runs the reserve script for keys and args, in a pipeline with
-// the decisions of concurrent callers when batching is on. When ctx ends
-// first, a decision still queued leaves the queue unsent; one already on
-// its way is returned as late, for the caller to undo once it is answered.
-func (l *Limiter) runReserve(ctx context.Context, keys []string, args []any) (reply any, late *decision, err error) {
+// runScript runs script for keys and args, in a pipeline with the calls of
+// concurrent callers when batching is on. When ctx ends first, a call
+// still queued leaves the queue unsent; one already on its way is returned
+// as late, for the caller to undo once it is answered.
+func (l *Limiter) runScript(ctx context.Context, script *redis.Script, keys []string, args []any) (reply any, late *decision, err error) {
 	b := &l.batch
 	if b.pipelines == 0 {
-		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
+		reply, err = script.Run(ctx, l.client, keys, args...).Result()
 		return reply, nil, err
 	}
 	b.mu.Lock()
@@ -84,11 +86,11 @@ func (l *Limiter) runReserve(ctx context.Context, keys []string, args []any) (re
 		// context as it would be without batching.
 		b.inFlight++
 		b.mu.Unlock()
-		reply, err = reserveScript.Run(ctx, l.client, keys, args...).Result()
+		reply, err = script.Run(ctx, l.client, keys, args...).Result()
 		l.sendQueued(ctx)
 		return reply, nil, err
 	}
-	d := &decision{keys: keys, args: args, done: make(chan struct{})}
+	d := &decision{script: script, keys: keys, args: args, done: make(chan struct{})}
 	b.queue = append(b.queue, d)
 	b.mu.Unlock()
 
@@ -135,7 +137,7 @@ func (l *Limiter) send(ctx context.Context, batch []*decision) {
 		pipe := l.client.Pipeline()
 		cmds := make([]*redis.Cmd, len(batch))
 		for i, d := range batch {
-			cmds[i] = reserveScript.EvalSha(ctx, pipe, d.keys, d.args...)
+			cmds[i] = d.script.EvalSha(ctx, pipe, d.keys, d.args...)
 		}
 		_, _ = pipe.Exec(ctx) // each command carries its own error
 		for i, d := range batch {
@@ -143,7 +145,7 @@ func (l *Limiter) send(ctx context.Context, batch []*decision) {
 			if d.err != nil && redis.HasErrorPrefix(d.err, "NOSCRIPT") {
 				// The script cache was emptied (a restart, a failover, SCRIPT
 				// FLUSH): Run sends the source, which loads it again.
-				d.reply, d.err = reserveScript.Run(ctx, l.client, d.keys, d.args...).Result()
+				d.reply, d.err = d.script.Run(ctx, l.client, d.keys, d.args...).Result()
 			}
 			close(d.done)
 		}
@@ -169,4 +171,12 @@ func (b *batcher) next() []*decision {
 		return nil
 	}
 	return b.take()
+}
+
+// run runs script like runScript, for a call with nothing to undo should
+// the caller give up while it is on its way (a settlement, a slot given
+// back): its answer is then dropped.
+func (l *Limiter) run(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+	reply, _, err := l.runScript(ctx, script, keys, args)
+	return reply, err
 }

@@ -264,7 +264,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	if err != nil {
 		return nil, err
 	}
-	reply, late, err := l.runReserve(ctx, keys, args)
+	reply, late, err := l.runScript(ctx, reserveScript, keys, args)
 	if late != nil {
 		// The caller gave up while the decision was on its way: give back
 		// what it may admit, so that no units go to a call never made.

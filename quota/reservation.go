@@ -145,7 +145,7 @@ func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) er
 		w := r.lim.window(r.scope, c.Bucket, lim)
 		keys = append(keys, w.log, w.meta, w.sum)
 	}
-	if err := settleScript.Run(ctx, r.lim.client, keys, old, r.member(i), units-was).Err(); err != nil {
+	if _, err := r.lim.run(ctx, settleScript, keys, old, r.member(i), units-was); err != nil {
 		r.units[i] = was // nothing was written: the entry keeps its units
 		return redisError(ctx, "settle", err)
 	}

@@ -130,11 +130,22 @@ func (s *Slot) take(ctx context.Context, class Priority, wait bool) (bool, error
 	return granted == 1, nil
 }
 
-// run runs slots.lua with the slot's keys.
+// run runs slots.lua with the slot's keys, sharing pipelines with other
+// calls. A slot granted to a caller that gave up before its answer came is
+// given back when the answer comes.
 func (s *Slot) run(ctx context.Context, op string, args ...any) (any, error) {
 	_, clockArg := s.lim.clockArg()
 	argv := append([]any{clockArg, op, s.n, SlotTTL.Microseconds()}, args...)
-	return slotsScript.Run(ctx, s.lim.client, s.lim.slotKeys(s.key), argv...).Result()
+	reply, late, err := s.lim.runScript(ctx, slotsScript, s.lim.slotKeys(s.key), argv)
+	if late != nil && op == "take" {
+		go func() {
+			<-late.done
+			if list, ok := late.reply.([]any); ok && len(list) > 0 && list[0] == int64(1) {
+				s.leave()
+			}
+		}()
+	}
+	return reply, err
 }
 
 // leave takes a waiter out of the room, or frees the slot it was handed
