@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
 
 const chunkSize = 256 << 10 // googleapi.MinUploadChunkSize
@@ -398,7 +400,7 @@ func sent(cr string) int {
 // answers 404, and expired sessions do not pile up.
 func TestUploadSessionExpiry(t *testing.T) {
 	for _, ttl := range []time.Duration{0, time.Hour} {
-		c := &clock{t: t0}
+		c := testclock.New(t0)
 		s, base := start(t, Config{Now: c.Now, UploadTTL: ttl})
 		root := strings.TrimSuffix(base, "/youtube/v3")
 		life := ttl
@@ -419,7 +421,7 @@ func TestUploadSessionExpiry(t *testing.T) {
 	}
 
 	// Memory: sessions left unfinished are dropped once expired.
-	c := &clock{t: t0}
+	c := testclock.New(t0)
 	s, base := start(t, Config{Now: c.Now, UploadTTL: time.Minute, Quota: 1 << 40})
 	root := strings.TrimSuffix(base, "/youtube/v3")
 	for round := range 5 {

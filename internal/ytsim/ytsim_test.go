@@ -14,25 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
-
-// clock is a settable clock for Config.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // t0 is a fixed instant for tests that do not cross a window.
 var t0 = time.Date(2026, 5, 12, 9, 30, 0, 0, time.UTC)
@@ -347,7 +331,7 @@ func TestWindowReset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &clock{t: tt.first}
+			c := testclock.New(tt.first)
 			s, base := start(t, Config{Quota: 100, Window: tt.window, Now: c.Now})
 			search := base + "/search?part=id&key=k"
 			for _, step := range []struct {
