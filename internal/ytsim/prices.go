@@ -42,8 +42,8 @@ const (
 	// DefaultUploadQuota is videos.insert's own daily bucket in the
 	// granular model, in calls.
 	DefaultUploadQuota = 100
-	// DefaultBatchStatsQuota is videos.batchGetStats's own daily bucket in
-	// the granular model, in calls (one unit each).
+	// DefaultBatchStatsQuota is videos.batchGetStats's own daily bucket,
+	// in calls (one unit each).
 	DefaultBatchStatsQuota = 10000
 )
 
@@ -147,18 +147,22 @@ var classicPrices = []price{
 	{"youtube.v3.liveChat.messages.stream", 5, liveRestDocs + "liveChatMessages/streamList"},
 }
 
-// granularBucket is where the granular model (from 2026-06) charges the
-// methods that have a bucket of their own: one call, one unit, whatever
-// the classic price. Every other method spends the pool at its classic
-// price: "calls to all other methods are charged to the existing quota
-// bucket" (revision history, 2026-06-01, translated from the German copy).
-var granularBucket = map[string]struct {
-	bucket string
-	source string
+// ownBucket is where the methods that have a bucket of their own are
+// charged: one call, one unit, whatever the classic price. search.list
+// and videos.insert have one in the granular model (from 2026-06); every
+// other method spends the pool at its classic price there: "calls to all
+// other methods are charged to the existing quota bucket" (revision
+// history, 2026-06-01, translated from the German copy).
+// videos.batchGetStats came after (2026-06-03) with a bucket of its own,
+// and has no other price, so it spends its bucket in both models.
+var ownBucket = map[string]struct {
+	bucket   string
+	granular bool // in the granular model only
+	source   string
 }{
-	"search.list":          {Search, granularCalculator},
-	"videos.insert":        {Upload, restDocs + "videos/insert"}, // "1 unit in the Video Uploads quota bucket"
-	"videos.batchGetStats": {BatchGetStats, revisionHistory},     // 2026-06-03
+	"search.list":          {Search, true, granularCalculator},
+	"videos.insert":        {Upload, true, restDocs + "videos/insert"}, // "1 unit in the Video Uploads quota bucket"
+	"videos.batchGetStats": {BatchGetStats, false, revisionHistory},    // 2026-06-03
 }
 
 // charge is what one call of a method spends: units of one bucket.
@@ -176,8 +180,8 @@ func priceList(cfg Config) map[string]charge {
 		if p.method == "videos.insert" && cfg.VideosInsertUnits > 0 {
 			c.units = cfg.VideosInsertUnits
 		}
-		if g, ok := granularBucket[p.method]; ok && cfg.Granular {
-			c = charge{g.bucket, 1}
+		if b, ok := ownBucket[p.method]; ok && (cfg.Granular || !b.granular) {
+			c = charge{b.bucket, 1}
 		}
 		out[p.method] = c
 	}

@@ -42,10 +42,10 @@ const DefaultSearchQuota = 100
 
 // Buckets a project's calls are metered in.
 const (
-	Pool          = "pool"          // every method but, in the granular model, the three below
+	Pool          = "pool"          // every method but videos.batchGetStats, and in the granular model search.list and videos.insert
 	Search        = "search"        // search.list, in the granular model
 	Upload        = "upload"        // videos.insert, in the granular model
-	BatchGetStats = "batchGetStats" // videos.batchGetStats, in the granular model
+	BatchGetStats = "batchGetStats" // videos.batchGetStats, in both models
 )
 
 // pacific is the time zone of YouTube's quota day: it resets at midnight
@@ -85,10 +85,10 @@ type Config struct {
 	Now func() time.Time
 	// Granular makes the Server meter the 2026 granular model:
 	// search.list and videos.insert each spend one call of a bucket of
-	// their own (SearchQuota and UploadQuota calls a window), and
-	// videos.batchGetStats one call of its own (BatchStatsQuota), instead
-	// of their classic prices in the pool. Every other method spends the
-	// pool at its classic price.
+	// their own (SearchQuota and UploadQuota calls a window) instead of
+	// their classic prices in the pool. Every other method spends the pool
+	// at its classic price, but videos.batchGetStats, which spends one
+	// call of its own bucket (BatchStatsQuota) in both models.
 	Granular bool
 	// SearchQuota is the search bucket's calls per window in the granular
 	// model; 0 (or less) means DefaultSearchQuota.
@@ -96,8 +96,8 @@ type Config struct {
 	// UploadQuota is the upload bucket's calls per window in the granular
 	// model; 0 (or less) means DefaultUploadQuota.
 	UploadQuota int64
-	// BatchStatsQuota is the batchGetStats bucket's calls per window in the
-	// granular model; 0 (or less) means DefaultBatchStatsQuota.
+	// BatchStatsQuota is the batchGetStats bucket's calls per window;
+	// 0 (or less) means DefaultBatchStatsQuota.
 	BatchStatsQuota int64
 	// VideosInsertUnits is videos.insert's price in pool units in the
 	// classic model, e.g. 1600 as billed before 2025-12-04; 0 (or less)
@@ -174,8 +174,8 @@ type Arrival struct {
 	// method>" (e.g. "videos.PATCH") for an HTTP method a path lacks, and
 	// empty for paths outside the API.
 	Method string
-	// Bucket is the bucket metered: Pool, or in the granular model Search,
-	// Upload or BatchGetStats.
+	// Bucket is the bucket metered: Pool, BatchGetStats, or in the
+	// granular model Search or Upload.
 	Bucket string
 	// Units is what was charged, e.g. 100; 0 when the request was refused
 	// before charging (bad key, quota exceeded, an injected fault), is
@@ -445,7 +445,8 @@ func (s *Server) wait(ctx context.Context) {
 // Stats returns every project's account of its pool, by project name.
 // Requests that named no valid key are counted under the empty name, so
 // that the Requests of all projects add up to the arrivals that are not
-// chunks (in the classic model, where every call meters the pool).
+// chunks (in the classic model, where every call but videos.batchGetStats
+// meters the pool).
 func (s *Server) Stats() map[string]ProjectStats { return s.BucketStats(Pool) }
 
 // BucketStats returns every project's account of one bucket (Pool,
