@@ -18,30 +18,29 @@ import (
 // after YouTube answers one with 400 uploadLimitExceeded: the channel
 // behind it has uploaded as many videos as it may in 24 hours, and may
 // "try again in 24 hours". Options.Window, when set, replaces it.
-const UploadLimitPause = 24 * time.Hour
-
-// YouTube limits how many videos a channel may upload in 24 hours, apart
-// from the project's quota; a channel over it gets 400 uploadLimitExceeded.
-// Pausing the project's Upload bucket would stop every other channel's
-// uploads too, so the Transport pauses the video uploads of the credential
-// that met the limit, the only trace of the channel a request carries: its
-// OAuth token (or, failing one, its API key), by hash.
 //
-// The pause is kept in this process and in Redis, under the scope
-// "uploads-" + HashCredential(credential), so every process sharing the
-// Redis refuses that credential's uploads too. What it cannot do:
+// That limit is the channel's, not the project's quota: pausing the
+// project's uploads would stop every other channel's too. So the Transport
+// pauses the video uploads of the credential that met it, the only trace
+// of the channel a request carries: its OAuth token (or, failing one, its
+// API key), by hash. It refuses them with a *tollgate.QuotaError whose
+// Upstream is set and whose Scope is "uploads-" + the credential's
+// tollgate.HashCredential. The pause is kept in the process and in Redis
+// under that scope, so every process sharing the Redis refuses them too.
+// What it cannot do:
 //
 //   - It knows credentials, not channels. OAuth access tokens are renewed
 //     about every hour, and a renewed token is a new credential: each
 //     renewal may spend one more call on the refusal. Two credentials of
 //     one channel are paused one at a time.
-//   - Every video upload call costs one Redis read beyond its decision, to
+//   - Every video upload call costs a Redis read beyond its decision, to
 //     learn of pauses other processes recorded. When Redis cannot be read
-//     (within a second), this process's own memory decides alone.
+//     within a second, the process's own memory decides alone.
 //   - Only videos.insert calls are refused; captions, thumbnails and the
 //     chunks of sessions already open go on.
-//   - The 24 hours are counted from the refusal: Google does not say when
-//     the channel's own 24 hours end.
+//   - The pause is counted from the refusal: Google does not say when the
+//     channel's own 24 hours end.
+const UploadLimitPause = 24 * time.Hour
 
 // uploaders remembers, per credential (by hash), until when its video
 // uploads are refused. It is safe for concurrent use.
