@@ -1,7 +1,6 @@
 package ytsim
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,32 +10,40 @@ import (
 	"strings"
 )
 
-// reply is an answer ready to write. Handlers build it before the request
-// is metered, so that the status recorded in Arrivals is the one sent.
+// reply is an answer ready to write.
 type reply struct {
-	status int
-	body   []byte
-	allow  string // the Allow header of a 405
+	status      int
+	body        []byte
+	contentType string      // "" means JSON when there is a body
+	header      http.Header // more headers, e.g. Location; may be nil
+	allow       string      // the Allow header of a 405
 }
 
-// jsonReply encodes v as Google does: HTML characters left alone, so the
-// quota message's <a href> stays readable.
+// jsonReply encodes v as Google does: compact, with <, > and & escaped
+// (\u003c, \u003e, \u0026), so the quota message's link reads
+// "\u003ca href=…" on the wire, as in the bodies captured from the API.
 func jsonReply(status int, v any) reply {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := json.Marshal(v)
+	if err != nil {
 		// Unreachable with the types of this package; answer like a
 		// broken backend rather than panic in a test server.
 		return apiError(http.StatusInternalServerError, "global", "backendError",
 			"ytsim: encode answer: "+err.Error(), "")
 	}
-	return reply{status: status, body: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))}
+	return reply{status: status, body: b}
 }
 
 func (rep reply) write(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=UTF-8")
+	for k, vs := range rep.header {
+		h[k] = vs
+	}
+	switch {
+	case rep.contentType != "":
+		h.Set("Content-Type", rep.contentType)
+	case len(rep.body) > 0:
+		h.Set("Content-Type", "application/json; charset=UTF-8")
+	}
 	if rep.allow != "" {
 		h.Set("Allow", rep.allow)
 	}
@@ -84,25 +91,18 @@ func badParameter(reason, message, location string) reply {
 	return apiError(http.StatusBadRequest, domain, reason, message, location)
 }
 
-// quotaMessage is YouTube's text, link included.
-const quotaMessage = `The request cannot be completed because you have exceeded your <a href="/youtube/v3/getting-started#quota">quota</a>.`
-
-// quotaExceeded is the answer once a project's window is spent.
-func quotaExceeded() reply {
-	return apiError(http.StatusForbidden, "youtube.quota", "quotaExceeded", quotaMessage, "")
-}
-
 // notFound answers a path the API does not have. It does not repeat the
 // path: its query may hold the key.
 func notFound(*http.Request) reply {
 	return apiError(http.StatusNotFound, "global", "notFound", "Not Found", "")
 }
 
-// methodNotAllowed answers an HTTP method the simulated resource lacks.
-func methodNotAllowed(*http.Request) reply {
+// methodNotAllowed answers an HTTP method that a path of the API lacks;
+// allow lists the ones it has, e.g. "GET, HEAD".
+func methodNotAllowed(allow string) reply {
 	rep := apiError(http.StatusMethodNotAllowed, "global", "methodNotAllowed",
-		"The HTTP method is not supported by this resource; the simulator only lists.", "")
-	rep.allow = "GET, HEAD"
+		"The HTTP method is not supported by this resource.", "")
+	rep.allow = allow
 	return rep
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	"github.com/tollgate/tollgate/internal/ytsim"
 )
@@ -34,4 +35,34 @@ func ExampleServer() {
 	// 200
 	// 403
 	// requests 3, units 200, quota errors 1
+}
+
+// A test makes the simulated API answer the next videos.insert with the
+// channel's upload limit; the refused call opens no upload and costs
+// nothing, and the next one is served.
+func ExampleServer_Inject() {
+	sim := ytsim.New(ytsim.Config{})
+	ts := httptest.NewServer(sim)
+	defer ts.Close()
+	if err := sim.Inject("videos.insert", ytsim.UploadLimitExceeded); err != nil {
+		fmt.Println(err)
+		return
+	}
+	open := ts.URL + "/upload/youtube/v3/videos?part=snippet&uploadType=resumable&key=demo-key"
+	for range 2 {
+		resp, err := http.Post(open, "application/json", strings.NewReader(`{"snippet":{"title":"Holiday"}}`))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, resp.Header.Get("Location") != "")
+	}
+	st := sim.Stats()["demo-key"]
+	fmt.Printf("requests %d, units %d\n", st.Requests, st.Units)
+	// Output:
+	// 400 false
+	// 200 true
+	// requests 2, units 100
 }

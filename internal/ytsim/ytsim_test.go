@@ -14,25 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
 )
-
-// clock is a settable clock for Config.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // t0 is a fixed instant for tests that do not cross a window.
 var t0 = time.Date(2026, 5, 12, 9, 30, 0, 0, time.UTC)
@@ -102,37 +86,42 @@ func last(t *testing.T, s *Server) Arrival {
 	return a[len(a)-1]
 }
 
-const wantQuotaBody = `{"error":{"code":403,"message":"The request cannot be completed because you have exceeded your <a href=\"/youtube/v3/getting-started#quota\">quota</a>.","errors":[{"message":"The request cannot be completed because you have exceeded your <a href=\"/youtube/v3/getting-started#quota\">quota</a>.","domain":"youtube.quota","reason":"quotaExceeded"}]}}`
+// wantQuotaBody is the quotaExceeded body as the API sends it: compact
+// with prettyPrint=false, the link escaped.
+const wantQuotaBody = `{"error":{"code":403,"message":"The request cannot be completed because you have exceeded your \u003ca href=\"/youtube/v3/getting-started#quota\"\u003equota\u003c/a\u003e.","errors":[{"message":"The request cannot be completed because you have exceeded your \u003ca href=\"/youtube/v3/getting-started#quota\"\u003equota\u003c/a\u003e.","domain":"youtube.quota","reason":"quotaExceeded"}]}}`
 
 func TestCosts(t *testing.T) {
 	tests := []struct {
 		name       string
 		method     string
-		path       string // after the base URL; key=k is added
+		path       string // after the server URL; key=k is added
 		wantStatus int
 		wantMethod string
 		wantUnits  int64
 		wantReason string // for errors
 	}{
-		{"videos chart", "GET", "/videos?part=snippet&chart=mostPopular", 200, "videos.list", 1, ""},
-		{"videos by id", "GET", "/videos?part=id&id=abc", 200, "videos.list", 1, ""},
-		{"channels", "GET", "/channels?part=snippet&id=UCAAAAAAAAAAAAAAAAAAAAAA", 200, "channels.list", 1, ""},
-		{"search", "GET", "/search?part=snippet&q=cats", 200, "search.list", 100, ""},
-		{"head videos", "HEAD", "/videos?part=id&chart=mostPopular", 200, "videos.list", 1, ""},
-		{"unknown path", "GET", "/playlists?part=id", 404, "unknown", 1, "notFound"},
-		{"wrong method", "POST", "/videos?part=snippet", 405, "videos.POST", 1, "methodNotAllowed"},
-		{"wrong method on search", "DELETE", "/search", 405, "search.DELETE", 1, "methodNotAllowed"},
-		{"invalid videos call", "GET", "/videos?chart=mostPopular", 400, "videos.list", 1, "required"},
-		{"invalid search call", "GET", "/search?part=snippet&maxResults=51", 400, "search.list", 100, "invalidParameter"},
+		{"videos chart", "GET", "/youtube/v3/videos?part=snippet&chart=mostPopular", 200, "videos.list", 1, ""},
+		{"videos by id", "GET", "/youtube/v3/videos?part=id&id=abc", 200, "videos.list", 1, ""},
+		{"channels", "GET", "/youtube/v3/channels?part=snippet&id=UCAAAAAAAAAAAAAAAAAAAAAA", 200, "channels.list", 1, ""},
+		{"search", "GET", "/youtube/v3/search?part=snippet&q=cats", 200, "search.list", 100, ""},
+		{"head videos", "HEAD", "/youtube/v3/videos?part=id&chart=mostPopular", 200, "videos.list", 1, ""},
+		{"unknown path", "GET", "/youtube/v3/guideCategories?part=id", 404, "unknown", 1, "notFound"}, // gone from the API
+		{"unknown upload path", "POST", "/upload/youtube/v3/playlists?uploadType=media", 404, "unknown", 1, "notFound"},
+		{"wrong method", "PATCH", "/youtube/v3/videos?part=snippet", 405, "videos.PATCH", 1, "methodNotAllowed"},
+		{"wrong method on an action", "GET", "/youtube/v3/videos/rate?id=x&rating=like", 405, "videos.GET", 1, "methodNotAllowed"},
+		{"wrong method on search", "DELETE", "/youtube/v3/search", 405, "search.DELETE", 1, "methodNotAllowed"},
+		{"invalid videos call", "GET", "/youtube/v3/videos?chart=mostPopular", 400, "videos.list", 1, "required"},
+		{"invalid search call", "GET", "/youtube/v3/search?part=snippet&maxResults=51", 400, "search.list", 100, "invalidParameter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, base := start(t, Config{})
+			root := strings.TrimSuffix(base, "/youtube/v3")
 			sep := "?"
 			if strings.Contains(tt.path, "?") {
 				sep = "&"
 			}
-			resp, body := do(t, tt.method, base+tt.path+sep+"key=k", nil)
+			resp, body := do(t, tt.method, root+tt.path+sep+"key=k", nil)
 			if resp.StatusCode != tt.wantStatus {
 				t.Fatalf("status %d, want %d; body %s", resp.StatusCode, tt.wantStatus, body)
 			}
@@ -196,9 +185,24 @@ func TestOutsideAPINotCharged(t *testing.T) {
 
 func TestMethodNotAllowedAllow(t *testing.T) {
 	_, base := start(t, Config{})
-	resp, _ := do(t, http.MethodPut, base+"/channels?key=k", nil)
-	if got := resp.Header.Get("Allow"); got != "GET, HEAD" {
-		t.Errorf("Allow %q, want %q", got, "GET, HEAD")
+	root := strings.TrimSuffix(base, "/youtube/v3")
+	tests := []struct {
+		method, path string
+		want         string
+	}{
+		{http.MethodPut, "/youtube/v3/search", "GET, HEAD"},
+		{http.MethodPatch, "/youtube/v3/videos", "DELETE, GET, HEAD, POST, PUT"},
+		{http.MethodGet, "/youtube/v3/comments/markAsSpam", "POST"},
+		{http.MethodDelete, "/upload/youtube/v3/captions", "POST, PUT"},
+	}
+	for _, tt := range tests {
+		resp, body := do(t, tt.method, root+tt.path+"?key=k", nil)
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s %s: status %d, want 405; body %s", tt.method, tt.path, resp.StatusCode, body)
+		}
+		if got := resp.Header.Get("Allow"); got != tt.want {
+			t.Errorf("%s %s: Allow %q, want %q", tt.method, tt.path, got, tt.want)
+		}
 	}
 }
 
@@ -327,7 +331,7 @@ func TestWindowReset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &clock{t: tt.first}
+			c := testclock.New(tt.first)
 			s, base := start(t, Config{Quota: 100, Window: tt.window, Now: c.Now})
 			search := base + "/search?part=id&key=k"
 			for _, step := range []struct {
@@ -902,4 +906,29 @@ func TestLatency(t *testing.T) {
 			t.Errorf("stats %+v, want 1 unit charged", st)
 		}
 	})
+}
+
+// TestBearerToken: without a key, an OAuth token names the project, as a
+// key would; a key wins over a token.
+func TestBearerToken(t *testing.T) {
+	s, base := start(t, Config{Projects: map[string]string{"token-1": "proj", "k": "other"}})
+	tests := []struct {
+		query, auth string
+		wantStatus  int
+		wantProject string
+	}{
+		{"", "Bearer token-1", 200, "proj"},
+		{"&key=k", "Bearer token-1", 200, "other"},
+		{"", "Basic dG9rZW4tMQ==", 403, ""},
+		{"", "Bearer unknown", 400, ""},
+	}
+	for _, tt := range tests {
+		resp, body := do(t, http.MethodGet, base+"/videos?part=id&chart=mostPopular"+tt.query, http.Header{"Authorization": {tt.auth}})
+		if resp.StatusCode != tt.wantStatus {
+			t.Errorf("%q %q: status %d, want %d; body %s", tt.query, tt.auth, resp.StatusCode, tt.wantStatus, body)
+		}
+		if a := last(t, s); a.Project != tt.wantProject {
+			t.Errorf("%q %q: project %q, want %q", tt.query, tt.auth, a.Project, tt.wantProject)
+		}
+	}
 }

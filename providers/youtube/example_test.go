@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/providers/youtube"
 	"github.com/tollgate/tollgate/quota"
 )
@@ -52,4 +53,42 @@ func Example() {
 	// 9500/day@America/Los_Angeles: used 1 of 9500
 	// 399/1h0m0.05s: used 1 of 399
 	// 200 OK
+}
+
+// The classic table charges an upload once: the request that opens the
+// session, not the chunks sent to it. The price before 2025-12-04 is one
+// Override away.
+func ExampleClassic() {
+	show := func(spec costs.Spec) {
+		table, err := costs.New(spec)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, r := range []struct{ method, url string }{
+			{"POST", "https://youtube.googleapis.com/upload/youtube/v3/videos?part=snippet&uploadType=resumable"},
+			{"PUT", "https://youtube.googleapis.com/upload/youtube/v3/videos?uploadType=resumable&upload_id=xa298sd_f"},
+			{"GET", "https://youtube.googleapis.com/youtube/v3/videos:batchGetStats?id=dQw4w9WgXcQ"},
+		} {
+			req, _ := http.NewRequest(r.method, r.url, nil)
+			e, err := table.Resolve(req)
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Println(r.method, e.Name, e.Charges, "continues:", e.Continues)
+		}
+	}
+	show(youtube.Classic())
+	old, err := youtube.Classic().Override("videos.insert", costs.Charge{Bucket: youtube.Pool, Units: 1600})
+	if err != nil {
+		log.Fatal(err)
+	}
+	table, _ := costs.New(old)
+	req, _ := http.NewRequest("POST", "https://youtube.googleapis.com/upload/youtube/v3/videos?uploadType=multipart", nil)
+	e, _ := table.Resolve(req)
+	fmt.Println("before 2025-12-04:", e.Name, e.Charges)
+	// Output:
+	// POST videos.insert [{pool 100}] continues: false
+	// PUT videos.upload [] continues: true
+	// GET videos.batchGetStats [{batchGetStats 1}] continues: false
+	// before 2025-12-04: videos.insert [{pool 1600}]
 }

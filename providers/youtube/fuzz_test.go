@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,17 @@ func FuzzUpstream(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(403, "", b)
+	}
+	// The API's own bodies, one per reason, with the status each is sent
+	// with; and each under a 403, as a quota reason may come.
+	files, _ = filepath.Glob(simErrors + "*.json")
+	if len(files) == 0 {
+		f.Fatalf("no error bodies in %s", simErrors)
+	}
+	for _, name := range files {
+		status, body := apiFixture(f, strings.TrimSuffix(filepath.Base(name), ".json"))
+		f.Add(status, "", []byte(body))
+		f.Add(403, "", []byte(body))
 	}
 	f.Add(429, "120", []byte("<html>slow down</html>"))
 	f.Add(403, "Wed, 21 Oct 2015 07:28:00 GMT", []byte(`{"error":{"errors":[{"reason":"userRateLimitExceeded"}]}}`))

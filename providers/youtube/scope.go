@@ -34,10 +34,11 @@ func setKey(key string) func(*http.Request) {
 }
 
 // poolScopes builds, from pools of keys, the scope of a request (its key's
-// pool), one failover route per pool (in name order), and the key to send
-// with requests that carry none. Keys are held by hash, so the map cannot
-// show them.
-func poolScopes(pools map[string][]string) (tollgate.ScopeFunc, []tollgate.Route, string, error) {
+// pool; for a request without a key, tokenPool, else the only pool), one
+// failover route per pool (in name order), and the key to send with
+// requests that carry none. Keys are held by hash, so the map cannot show
+// them.
+func poolScopes(pools map[string][]string, tokenPool string) (tollgate.ScopeFunc, []tollgate.Route, string, error) {
 	names := make([]string, 0, len(pools))
 	for name := range pools {
 		names = append(names, name)
@@ -70,8 +71,8 @@ func poolScopes(pools map[string][]string) (tollgate.ScopeFunc, []tollgate.Route
 			}
 		}
 	}
-	sole := ""
-	if len(names) == 1 {
+	sole := tokenPool
+	if sole == "" && len(names) == 1 {
 		sole = names[0]
 	}
 	scope := func(req *http.Request) (string, error) {
@@ -80,7 +81,7 @@ func poolScopes(pools map[string][]string) (tollgate.ScopeFunc, []tollgate.Route
 			if sole != "" {
 				return sole, nil
 			}
-			return "", errors.New("youtube: the request carries no API key to find its pool by")
+			return "", errors.New("youtube: the request carries no API key to find its pool by (Options.TokenPool names the pool of requests authorized by an OAuth token alone)")
 		}
 		if p, ok := byKey[tollgate.HashCredential(k)]; ok {
 			return p, nil

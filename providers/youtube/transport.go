@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -30,18 +31,27 @@ type Options struct {
 	// (e.g. the project id) to keys. Keys in one pool share one quota, since
 	// the quota is the project's. nil puts every key in DefaultPool.
 	Pools map[string][]string
+	// TokenPool names the pool of the requests authorized by an OAuth
+	// token alone, with no API key (e.g. uploads): the pool of the Cloud
+	// project that owns the OAuth client. Empty means the only pool; with
+	// several, such requests fail, since a token does not tell its project.
+	TokenPool string
 
 	// Table is the cost table; zero means Granular() for DefaultHosts.
+	// Its rules for upload paths that have no Func (set by Override, or
+	// loaded from JSON) are given one that tells the requests to an upload
+	// session (free, never paused) from the calls, as in Classic.
 	Table costs.Spec
 
 	// Quota is the pool's units a day (or per Window); 0 means DefaultQuota.
 	Quota int64
-	// SearchQuota, UploadQuota and BatchStatsQuota are the granular model's
-	// own buckets, in calls a day (or per Window); 0 means their defaults.
+	// SearchQuota and UploadQuota are the granular model's own buckets,
+	// and BatchStatsQuota videos.batchGetStats's in both models, in calls a
+	// day (or per Window); 0 means their defaults.
 	SearchQuota, UploadQuota, BatchStatsQuota int64
 	// Window, when set, replaces the Pacific day with a sliding window of
-	// this length, for tests and demos against an upstream that resets
-	// more often.
+	// this length (and UploadLimitPause with Window), for tests and demos
+	// against an upstream that resets more often.
 	Window time.Duration
 	// ReserveUnits is kept below every quota. When zero, ReservePercent is
 	// kept instead: 0 means DefaultReservePercent, a negative value none.
@@ -66,11 +76,19 @@ type Options struct {
 
 // Transport meters YouTube Data API calls. It is a tollgate.Transport that
 // also sends an API key (in the X-Goog-Api-Key header, never in the URL)
-// with requests that carry none. Close it when done.
+// with requests that carry none, and refuses for a while the video uploads
+// of a credential that YouTube answered 400 uploadLimitExceeded (see
+// UploadLimitPause). Close it when done.
 type Transport struct {
 	*tollgate.Transport
 	key   credential // sent with requests that carry no key; nil for none
 	owned io.Closer  // the in-process Redis, when NewTransport started one
+
+	costs       *costs.Table // the Transport's, to find video uploads
+	uploads     *uploaders   // credentials whose video uploads are paused
+	uploadPause time.Duration
+	logger      *slog.Logger
+	now         func() time.Time
 }
 
 // NewTransport returns a ready http.RoundTripper for the YouTube Data API
@@ -80,9 +98,11 @@ type Transport struct {
 // error here is one the first request would otherwise meet.
 //
 // Requests may carry a key (the key query parameter or X-Goog-Api-Key);
-// the key's pool is the scope. Requests without one get the first key of
-// the first pool. Prefer the header: a key in the URL appears in the
-// *url.Error that net/http returns when a request fails to send.
+// the key's pool is the scope. Requests with neither a key nor an OAuth
+// token (Authorization: Bearer) get the first key of the first pool;
+// requests with a token alone spend Options.TokenPool. Prefer the header:
+// a key in the URL appears in the *url.Error that net/http returns when a
+// request fails to send.
 func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Transport, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -97,14 +117,20 @@ func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Tra
 	} else if len(keys) > 0 {
 		return nil, errors.New("youtube: give keys either as the keys argument or in Options.Pools, not both")
 	}
-	scope, routes, first, err := poolScopes(pools)
+	if _, ok := pools[opts.TokenPool]; opts.TokenPool != "" && !ok {
+		return nil, fmt.Errorf("youtube: Options.TokenPool %q is not a pool", opts.TokenPool)
+	}
+	scope, routes, first, err := poolScopes(pools, opts.TokenPool)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Scope = scope
 	cfg.Routes = append(routes, cfg.Routes...)
 
-	t := &Transport{}
+	t := &Transport{costs: cfg.Costs, uploads: &uploaders{}, uploadPause: UploadLimitPause, logger: cfg.Logger, now: time.Now}
+	if opts.Window > 0 {
+		t.uploadPause = opts.Window
+	}
 	if first != "" {
 		t.key = newCredential(first)
 	}
@@ -165,7 +191,7 @@ func (o *Options) config() (tollgate.Config, error) {
 	if len(table.Rules) == 0 {
 		table = Granular()
 	}
-	ct, err := costs.New(table)
+	ct, err := costs.New(withSessions(table))
 	if err != nil {
 		return cfg, fmt.Errorf("youtube: %w", err)
 	}
@@ -179,11 +205,18 @@ func (o *Options) config() (tollgate.Config, error) {
 }
 
 // RoundTrip sends req through the quota, with the default key when it
-// carries none.
+// carries neither a key nor an OAuth token. A video upload call
+// (videos.insert) by a credential whose uploads are paused is refused
+// with a *tollgate.QuotaError whose Upstream is set; one that YouTube
+// answers 400 uploadLimitExceeded pauses them, and returns such an error
+// too.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.key != nil && keyOf(req) == "" && tollgate.BearerToken(req) == "" {
 		req = req.Clone(req.Context())
 		req.Header.Set(keyHeader, t.key())
+	}
+	if e, ok := t.videoUpload(req); ok {
+		return t.upload(req, e)
 	}
 	return t.Transport.RoundTrip(req)
 }

@@ -161,8 +161,8 @@ func TestQuotaExceededStopsUntilTheReset(t *testing.T) {
 	f := newFake(t)
 	f.respond = func(w http.ResponseWriter) {
 		w.WriteHeader(http.StatusForbidden)
-		b, _ := io.ReadAll(strings.NewReader(fixture(t, "quotaExceeded.json")))
-		w.Write(b)
+		_, body := apiFixture(t, "quotaExceeded")
+		io.WriteString(w, body)
 	}
 	u, _ := url.Parse(f.URL)
 	tr2, err := NewTransport([]string{"K"}, nil, &Options{Table: Granular(u.Host)}) // the Pacific day
@@ -241,6 +241,7 @@ func TestNewTransportRefusesWhatCannotWork(t *testing.T) {
 		{"buckets beside Buckets", nil, Options{Tollgate: tollgate.Config{Buckets: map[string]tollgate.Bucket{}}}},
 		{"a scope of its own", nil, Options{Tollgate: tollgate.Config{Scope: tollgate.Scope("x")}}},
 		{"an upstream reader of its own", nil, Options{Tollgate: tollgate.Config{Upstream: tollgate.DefaultUpstream}}},
+		{"a TokenPool that is no pool", nil, Options{TokenPool: "elsewhere"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package youtube
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/costs"
 )
 
+// fixture reads a body of this package's testdata.
 func fixture(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("testdata/" + name)
@@ -21,12 +23,39 @@ func fixture(t *testing.T, name string) string {
 	return string(b)
 }
 
+// simErrors is where the simulator keeps the error bodies of the API, one
+// per reason; the tests read them as the API sends them.
+const simErrors = "../../internal/ytsim/testdata/errors/"
+
+// apiFixture reads the API's error body for a reason (a file of
+// simErrors), and the status its code field gives.
+func apiFixture(t testing.TB, name string) (int, string) {
+	t.Helper()
+	b, err := os.ReadFile(simErrors + name + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head struct {
+		Error struct{ Code int } `json:"error"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil || head.Error.Code == 0 {
+		t.Fatalf("%s: not an error body: %v", name, err)
+	}
+	return head.Error.Code, string(b)
+}
+
 func TestUpstream(t *testing.T) {
 	search := costs.Endpoint{Name: "search.list", Charges: []costs.Charge{{Bucket: Search, Units: 1}}}
+	chunk := costs.Endpoint{Name: "videos.upload", Free: true, Continues: true}
 	midnight := func(now time.Time) time.Time { return now.Add(3 * time.Hour) }
 	read := Upstream(midnight)
+	api := func(name string) string {
+		_, body := apiFixture(t, name)
+		return body
+	}
 	cases := []struct {
 		name       string
+		endpoint   costs.Endpoint
 		status     int
 		retryAfter string
 		body       string
@@ -34,18 +63,31 @@ func TestUpstream(t *testing.T) {
 		buckets    []string
 		pause      time.Duration
 	}{
-		{"quotaExceeded", 403, "", fixture(t, "quotaExceeded.json"), true, []string{Search}, 3 * time.Hour},
-		{"rateLimitExceeded", 403, "", fixture(t, "rateLimitExceeded.json"), true, nil, DefaultRatePause},
-		{"userRateLimitExceeded with Retry-After", 403, "7", fixture(t, "userRateLimitExceeded.json"), true, nil, 7 * time.Second},
-		{"429 RESOURCE_EXHAUSTED", 429, "", fixture(t, "resourceExhausted.json"), true, nil, DefaultRatePause},
-		{"429 with an HTML body", 429, "30", fixture(t, "html.txt"), true, nil, 30 * time.Second},
-		{"forbidden", 403, "", fixture(t, "forbidden.json"), false, nil, 0},
-		{"commentsDisabled", 403, "", fixture(t, "commentsDisabled.json"), false, nil, 0},
-		{"403 HTML", 403, "", fixture(t, "html.txt"), false, nil, 0},
-		{"truncated JSON", 403, "", fixture(t, "truncated.json"), false, nil, 0},
-		{"empty 403", 403, "", "", false, nil, 0},
-		{"quotaExceeded text on a 200", 200, "", fixture(t, "quotaExceeded.json"), false, nil, 0},
-		{"500", 500, "", fixture(t, "quotaExceeded.json"), false, nil, 0},
+		// The day: the endpoint's buckets, until the reset.
+		{"quotaExceeded", search, 403, "", api("quotaExceeded"), true, []string{Search}, 3 * time.Hour},
+		{"dailyLimitExceeded", search, 403, "", api("dailyLimitExceeded"), true, []string{Search}, 3 * time.Hour},
+		{"quotaExceeded on a free request", chunk, 403, "", api("quotaExceeded"), true, []string{Pool}, 3 * time.Hour},
+		// A short pause of the whole project.
+		{"rateLimitExceeded", search, 403, "", api("rateLimitExceeded"), true, nil, DefaultRatePause},
+		{"rateLimitExceeded as a 429", search, 429, "", api("rateLimitExceeded-429"), true, nil, DefaultRatePause},
+		{"userRateLimitExceeded", search, 403, "", api("userRateLimitExceeded"), true, nil, DefaultRatePause},
+		{"userRateLimitExceeded with Retry-After", search, 403, "7", api("userRateLimitExceeded"), true, nil, 7 * time.Second},
+		{"userRequestsExceedRateLimit", search, 403, "", api("userRequestsExceedRateLimit"), true, nil, DefaultRatePause},
+		{"429 RESOURCE_EXHAUSTED", search, 429, "", fixture(t, "resourceExhausted.json"), true, nil, DefaultRatePause},
+		{"429 with an HTML body", search, 429, "30", fixture(t, "html.txt"), true, nil, 30 * time.Second},
+		// Not the project's quota: the channel's upload limit is the
+		// Transport's to read (TestUploadLimitPausesTheCredential).
+		{"uploadLimitExceeded", search, 400, "", api("uploadLimitExceeded"), false, nil, 0},
+		// Not quota at all.
+		{"forbidden", search, 403, "", api("forbidden"), false, nil, 0},
+		{"forbidden, youtube.common", search, 403, "", fixture(t, "forbidden-youtube.common.json"), false, nil, 0},
+		{"insufficientPermissions", search, 403, "", api("insufficientPermissions"), false, nil, 0},
+		{"commentsDisabled", search, 403, "", fixture(t, "commentsDisabled.json"), false, nil, 0},
+		{"403 HTML", search, 403, "", fixture(t, "html.txt"), false, nil, 0},
+		{"truncated JSON", search, 403, "", fixture(t, "truncated.json"), false, nil, 0},
+		{"empty 403", search, 403, "", "", false, nil, 0},
+		{"quotaExceeded text on a 200", search, 200, "", api("quotaExceeded"), false, nil, 0},
+		{"quotaExceeded text on a 500", search, 500, "", api("quotaExceeded"), false, nil, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -53,7 +95,7 @@ func TestUpstream(t *testing.T) {
 			if c.retryAfter != "" {
 				resp.Header.Set("Retry-After", c.retryAfter)
 			}
-			v := read(resp, search)
+			v := read(resp, c.endpoint)
 			if v.Spent != c.spent || !slices.Equal(v.Buckets, c.buckets) {
 				t.Errorf("verdict = %+v, want spent=%v buckets=%v", v, c.spent, c.buckets)
 			}
@@ -69,11 +111,21 @@ func TestUpstream(t *testing.T) {
 }
 
 func TestReasons(t *testing.T) {
-	if got := reasons([]byte(fixture(t, "quotaExceeded.json"))); !slices.Equal(got, []string{"quotaExceeded"}) {
-		t.Errorf("reasons(quotaExceeded) = %v", got)
+	for _, c := range []struct {
+		fixture string
+		want    []string
+	}{
+		{"quotaExceeded", []string{"quotaExceeded"}},
+		{"uploadLimitExceeded", []string{"uploadLimitExceeded"}},
+		{"userRequestsExceedRateLimit", []string{"userRequestsExceedRateLimit"}},
+	} {
+		_, body := apiFixture(t, c.fixture)
+		if got := reasons([]byte(body)); !slices.Equal(got, c.want) {
+			t.Errorf("reasons(%s) = %v, want %v", c.fixture, got, c.want)
+		}
 	}
 	if got := reasons([]byte(fixture(t, "resourceExhausted.json"))); !slices.Equal(got, []string{"RATE_LIMIT_EXCEEDED"}) {
-		t.Errorf("reasons(resourceExhausted) = %v", got)
+		t.Errorf("reasons(resourceExhausted) = %v, want [RATE_LIMIT_EXCEEDED]", got)
 	}
 	for _, bad := range []string{"", "null", "[]", `{"error":"quotaExceeded"}`, fixture(t, "html.txt")} {
 		if got := reasons([]byte(bad)); len(got) != 0 {

@@ -7,10 +7,13 @@
 // unit, invalid ones included, and each page of results is a new request.
 //
 // [NewTransport] gives a ready http.RoundTripper from your keys and a Redis
-// client: the cost table ([Classic] or, by default, [Granular]), the daily
-// limits less a 5% reserve, the project as the scope, and a reader of
-// YouTube's quota errors so that one 403 quotaExceeded stops every worker
-// until the next Pacific midnight.
+// client: the cost table ([Classic] or, by default, [Granular]), with a
+// price for every method of the API, the daily limits less a 5% reserve,
+// the project as the scope, and a reader of YouTube's quota errors
+// ([Upstream]) so that one 403 quotaExceeded stops every worker until the
+// next Pacific midnight. An upload is charged once, however many chunks carry its file,
+// and a channel's upload limit (400 uploadLimitExceeded) pauses the uploads
+// of the credential that met it, not the project's.
 package youtube
 
 import (
@@ -30,8 +33,8 @@ const (
 	Search = "search"
 	// Upload is videos.insert's own bucket in the granular model: 100 calls a day.
 	Upload = "upload"
-	// BatchGetStats is videos.batchGetStats's own bucket in the granular
-	// model: 10,000 calls a day.
+	// BatchGetStats is videos.batchGetStats's own bucket, in both models:
+	// 10,000 calls a day.
 	BatchGetStats = "batchGetStats"
 )
 
@@ -40,7 +43,7 @@ const (
 	DefaultQuota           = 10000 // pool units a day
 	DefaultSearchQuota     = 100   // search.list calls a day (granular)
 	DefaultUploadQuota     = 100   // videos.insert calls a day (granular)
-	DefaultBatchStatsQuota = 10000 // videos.batchGetStats calls a day (granular)
+	DefaultBatchStatsQuota = 10000 // videos.batchGetStats calls a day
 	DefaultReservePercent  = 5     // kept below every quota
 )
 
