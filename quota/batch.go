@@ -52,12 +52,12 @@ func WithPipelines(n int) Option {
 type decision struct {
 	script *redis.Script
 	keys   []string
-	args  []any
-	seq   uint64 // names its entries (Limiter.entryID); set while building
-	reply any
-	err   error
-	sent  bool          // taken into a pipeline; guarded by batcher.mu
-	done  chan struct{} // closed when reply and err are set
+	args   []any
+	seq    uint64 // names its entries (Limiter.entryID); set while building
+	reply  any
+	err    error
+	sent   bool          // taken into a pipeline; guarded by batcher.mu
+	done   chan struct{} // closed when reply and err are set
 }
 
 // batcher queues decisions while every pipeline is in flight.
