@@ -102,6 +102,8 @@ var suite = []struct {
 	{"SlotsUnderLoad", testSlotsUnderLoad},
 	{"InteractiveBeforeBackground", testInteractiveBeforeBackground},
 	{"BackgroundInArrivalOrder", testBackgroundInArrivalOrder},
+	{"Announce", testAnnounce},
+	{"FixedWindow", testFixedWindow},
 }
 
 func runSuite(t *testing.T, b *backend) {

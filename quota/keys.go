@@ -19,6 +19,18 @@ const format = 1
 //	<prefix>{S}:B:w:meta   "<until µs>:<head µs>:<expiry µs>:1", then ";<id>=<end µs>:<units>" per lease
 //	<prefix>{S}:B:pause    the instant (µs) bucket B may spend again, while paused
 //	<prefix>{S}:pause      the same for the whole scope
+//	<prefix>{S}:B:announced        "<reset µs>:<limit>:<window µs>", B's newest announcement
+//	<prefix>{S}:B:slots            B's slots in use: a sorted set of slot ids by expiry (µs)
+//	<prefix>{S}:B:slots:queue      its waiting room: waiter ids by ticket
+//	<prefix>{S}:B:slots:alive      the same ids by the instant (µs) their wait expires
+//	<prefix>{S}:B:slots:n          the last ticket drawn
+//	<prefix>{S}:background[:alive|:n]  the scope's background room, likewise
+//
+// A window is named w<length> (sliding), day@<zone> (calendar), f<length>
+// (fixed, whatever its end) or n.<name> (a limit with a Name). A meta's
+// records after its head and expiry are leases, and "~a" records: units an
+// upstream announced as spent beyond the window's count (announce.lua),
+// which a reader that knows only leases counts the same way.
 //
 // The format is versioned. Any change to these keys or to how their values
 // are encoded bumps format (and log.lua's FORMAT), and must keep two rules
@@ -29,6 +41,9 @@ const format = 1
 // process falls off its fast path (which compares the meta's first 16
 // characters, all digits, with the clock) and refuses it. Metas written
 // before formats were numbered lack the ":1" and are format 1 all the same.
+// Format 1 grew keys a format-1 process of an earlier version does not
+// read (slots, rooms, announcements): such a process reads every key it
+// knows exactly, but enforces no caps or priorities while it runs.
 //
 // Every key of a scope carries the scope in one {hash tag}, so a decision's
 // keys live on one Redis Cluster slot. Scope, bucket and zone names pass

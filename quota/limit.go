@@ -10,15 +10,20 @@ import (
 // 2^53; capping a limit at 2^50 leaves room for sums of held units on top.
 const MaxUnits = 1 << 50
 
-// A Limit caps the units admitted in a window: Units per sliding Window, or
-// Units per calendar day in Location.
+// A Limit caps the units admitted in a window: Units per sliding Window,
+// per calendar day in Location, or per fixed Window that ends at Ends.
 //
 // A sliding window counts, at every instant T, the units admitted in
 // (T-Window, T]. A calendar day counts the units admitted since the last local
 // midnight in Location and resets at the next one, so a day may last 23 or 25
-// hours when daylight saving time begins or ends.
+// hours when daylight saving time begins or ends. A fixed window counts the
+// units admitted in [Ends-Window, Ends) and starts afresh at Ends: it follows
+// an upstream that announces its window by the instant it resets (GitHub's
+// hour, which starts with the first request after the last reset), given
+// the latest instant announced.
 //
-// Use [PerWindow] and [PerDay] to build one; the zero Limit is invalid.
+// Use [PerWindow], [PerDay] and [PerFixedWindow] to build one; the zero
+// Limit is invalid.
 type Limit struct {
 	// Units is the most the window admits, e.g. 9500.
 	Units int64
@@ -33,6 +38,20 @@ type Limit struct {
 	// America/Los_Angeles for YouTube. Processes sharing a limit must agree
 	// on it, so prefer a named zone to time.Local.
 	Location *time.Location
+	// Fixed makes the limit a fixed window of length Window that ends at
+	// Ends; the windows after it follow each other, Window long, until a
+	// new end is given. Until an end is known (Ends zero), it is decided as
+	// a sliding window of the same length, which never counts less than any
+	// fixed window would.
+	Fixed bool
+	// Ends is when a fixed window ends, e.g. the reset instant GitHub
+	// announces in X-RateLimit-Reset.
+	Ends time.Time
+	// Name, when set, names the window in Redis keys instead of its length
+	// (or zone), so that a limit whose window changes keeps counting what
+	// was spent: e.g. "announced" for a window learned from an upstream's
+	// announcements. One bucket may not name a window twice.
+	Name string
 }
 
 // PerWindow returns a sliding limit of units per window.
@@ -45,14 +64,24 @@ func PerDay(units int64, loc *time.Location) Limit {
 	return Limit{Units: units, Calendar: true, Location: loc}
 }
 
-// String describes the limit, e.g. "100/1m0s" or "9500/day@America/Los_Angeles".
+// PerFixedWindow returns a limit of units per fixed window of length window
+// that ends at ends (zero: not known yet).
+func PerFixedWindow(units int64, window time.Duration, ends time.Time) Limit {
+	return Limit{Units: units, Window: window, Fixed: true, Ends: ends}
+}
+
+// String describes the limit, e.g. "100/1m0s", "9500/day@America/Los_Angeles"
+// or "5000/fixed 1h0m0s".
 func (l Limit) String() string {
-	if l.Calendar {
+	switch {
+	case l.Calendar:
 		name := "<nil>"
 		if l.Location != nil {
 			name = l.Location.String()
 		}
 		return fmt.Sprintf("%d/day@%s", l.Units, name)
+	case l.Fixed:
+		return fmt.Sprintf("%d/fixed %v", l.Units, l.Window)
 	}
 	return fmt.Sprintf("%d/%v", l.Units, l.Window)
 }
@@ -68,6 +97,8 @@ func (l Limit) Validate() error {
 		return invalid("limit "+l.String(), "a calendar limit needs a location")
 	case l.Calendar && l.Window != 0:
 		return invalid("limit "+l.String(), "a calendar limit has no window length")
+	case l.Calendar && l.Fixed:
+		return invalid("limit "+l.String(), "a limit is a calendar day or a fixed window, not both")
 	case !l.Calendar && l.Window.Microseconds() <= 0:
 		return invalid("limit "+l.String(), "window must be at least one microsecond")
 	}
@@ -75,10 +106,16 @@ func (l Limit) Validate() error {
 }
 
 // windowKey names the limit's window in Redis keys. Units are left out on
-// purpose: raising or lowering a limit keeps the log of what was spent.
+// purpose, and a fixed window's end: raising or lowering a limit, or a new
+// window announced, keeps the log of what was spent.
 func (l Limit) windowKey() string {
-	if l.Calendar {
+	switch {
+	case l.Name != "":
+		return "n." + keyPart(l.Name)
+	case l.Calendar:
 		return "day@" + keyPart(l.Location.String())
+	case l.Fixed:
+		return "f" + l.Window.Truncate(time.Microsecond).String()
 	}
 	return "w" + l.Window.Truncate(time.Microsecond).String()
 }
@@ -87,13 +124,22 @@ func (l Limit) windowKey() string {
 // so the same keys), whatever their units; like windowKey, without
 // building a string.
 func (l Limit) sameWindow(o Limit) bool {
-	if l.Calendar != o.Calendar {
+	if l.Name != "" || o.Name != "" {
+		return l.Name == o.Name
+	}
+	if l.Calendar != o.Calendar || l.Fixed != o.Fixed {
 		return false
 	}
 	if l.Calendar {
 		return l.Location.String() == o.Location.String()
 	}
 	return l.Window.Truncate(time.Microsecond) == o.Window.Truncate(time.Microsecond)
+}
+
+// sliding reports whether the limit is decided as a sliding window: a
+// sliding limit, or a fixed one whose end is not known.
+func (l Limit) sliding() bool {
+	return !l.Calendar && (!l.Fixed || l.Ends.IsZero())
 }
 
 // A Charge asks for Units of one bucket of a scope, checked against every

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"sync"
+	"time"
 )
 
 // A decision's keys and arguments depend only on its scope, buckets and
@@ -35,6 +36,7 @@ type prepared struct {
 
 // window returns a bucket window of a scope, prepared.
 func (l *Limiter) window(scope, bucket string, lim Limit) *window {
+	lim.Ends = time.Time{} // a fixed window's end changes; its keys do not
 	id := windowID{scope, bucket, lim}
 	p := &l.prepared
 	p.mu.RLock()
@@ -51,7 +53,7 @@ func (l *Limiter) window(scope, bucket string, lim Limit) *window {
 		units: lim.Units, length: int64(0),
 	}
 	if !lim.Calendar {
-		w.length = lim.Window.Microseconds()
+		w.length = lim.Window.Microseconds() // sliding, or fixed with no end known
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -39,6 +39,8 @@ var (
 	usagePart string
 	//go:embed pause.lua
 	pausePart string
+	//go:embed announce.lua
+	announcePart string
 )
 
 var (
@@ -60,6 +62,8 @@ var (
 	usageScript = redis.NewScript(clockPart + logPart + usagePart)
 	// slotsScript takes, releases and renews slots of a concurrency cap.
 	slotsScript = redis.NewScript(clockPart + roomPart + slotsPart)
+	// announceScript records what an upstream announced was spent.
+	announceScript = redis.NewScript(clockPart + logPart + announcePart)
 	// pauseScript sets a pause; it needs only the clock.
 	pauseScript = redis.NewScript(clockPart + pausePart)
 )

@@ -89,11 +89,37 @@ func (l *Limiter) clockArg() (time.Time, string) {
 // calendar day, reading the local clock into *now when it is still unset:
 // only calendar limits need a local time.
 func (l *Limiter) span(w *window, lim Limit, now *time.Time) any {
-	if !lim.Calendar {
+	if !lim.Calendar && !lim.Fixed {
 		return w.length
 	}
 	if now.IsZero() {
 		*now = time.Now()
 	}
+	if lim.Fixed {
+		if lim.sliding() {
+			return w.length
+		}
+		return fixedSpan(lim, *now)
+	}
 	return l.calendar.get(*now, lim.Location)
+}
+
+// fixedSpan is the span of a fixed window: the instants that bound the
+// window holding now (the one that ends at lim.Ends, or, once it has
+// passed, the one that follows it by whole windows), the window before it
+// and the two after it, in µs joined by commas, as log.lua's limit() reads
+// a calendar.
+func fixedSpan(lim Limit, now time.Time) string {
+	end, w := lim.Ends.UnixMicro(), lim.Window.Microseconds()
+	if t := now.UnixMicro(); t >= end {
+		end += (1 + (t-end)/w) * w
+	}
+	b := make([]byte, 0, 72)
+	for i := int64(-1); i <= 2; i++ {
+		if i > -1 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, end+i*w, 10)
+	}
+	return string(b)
 }
