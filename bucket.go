@@ -30,6 +30,19 @@ type Bucket struct {
 	// quota.SlotTTL. Its requests are decided call by call, never from a
 	// lease.
 	InFlight int
+	// Announced ties the bucket to a quota its upstream announces in its
+	// responses' headers (package announce): by name, e.g. "core"
+	// (GitHub's X-RateLimit-Resource), "tokens" (OpenAI), a policy of the
+	// IETF draft's RateLimit fields; or as "dialect/name", e.g.
+	// "github/core". Units the upstream counts beyond tollgate's count are
+	// then counted as spent until its announced reset, by every process;
+	// an announced limit (and window, when stated) replaces the first
+	// limit's, reserve kept; an announcement that nothing is left pauses
+	// the bucket until the reset. The first limit may then have 0 units:
+	// not known until announced, one request at a time goes through per
+	// scope until the first announcement. An announced bucket is decided
+	// call by call, never from a lease.
+	Announced string
 }
 
 // effective returns the limits tollgate enforces: each upstream limit less
@@ -46,6 +59,20 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 	}
 	out := make([]quota.Limit, len(b.Limits))
 	for i, l := range b.Limits {
+		if i == 0 && b.Announced != "" {
+			// Its window keeps its keys whatever is announced; its units
+			// may be left to the announcements.
+			l.Name = learnedName
+			if l.Units == 0 {
+				probe := l
+				probe.Units = 1
+				if err := probe.Validate(); err != nil {
+					return nil, configErrorf("bucket %q: %v", name, err)
+				}
+				out[i] = l
+				continue
+			}
+		}
 		if err := l.Validate(); err != nil {
 			return nil, configErrorf("bucket %q: %v", name, err)
 		}
@@ -54,7 +81,7 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 				return nil, configErrorf("bucket %q: limits %v and %v count the same window", name, o, l)
 			}
 		}
-		keep := b.ReserveUnits + int64(math.Ceil(float64(l.Units)*b.ReservePercent/100))
+		keep := b.keep(l.Units)
 		if keep >= l.Units {
 			return nil, configErrorf("bucket %q: a reserve of %d leaves nothing of limit %v", name, keep, l)
 		}
@@ -64,9 +91,17 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 	return out, nil
 }
 
+// keep is the reserve kept below a limit of units.
+func (b Bucket) keep(units int64) int64 {
+	return b.ReserveUnits + int64(math.Ceil(float64(units)*b.ReservePercent/100))
+}
+
 // sameWindow reports whether two valid limits count the same window, which
 // one bucket may name once.
 func sameWindow(a, b quota.Limit) bool {
+	if a.Name != "" || b.Name != "" {
+		return a.Name == b.Name
+	}
 	if a.Calendar || b.Calendar {
 		return a.Calendar && b.Calendar && a.Location.String() == b.Location.String()
 	}
@@ -116,10 +151,13 @@ func transit(d time.Duration) time.Duration {
 	return d
 }
 
-// lengthen adds d to every sliding window. Requests reach the upstream a
-// little after their admission, by up to d; counting each for d longer keeps
-// the calls that replace it from reaching the upstream's window before it
-// has left. Calendar days are left alone: they reset when the upstream does.
+// lengthen adds d to every sliding and fixed window. Requests reach the
+// upstream a little after their admission, by up to d; counting each for d
+// longer keeps the calls that replace it from reaching the upstream's
+// window before it has left. A fixed window so starts d before the
+// announced reset's window does: the calls admitted just before an
+// announcement moved it count in it, as they do upstream. Calendar days
+// are left alone: they reset when the upstream does.
 func lengthen(limits []quota.Limit, d time.Duration) []quota.Limit {
 	for i := range limits {
 		if !limits[i].Calendar {
@@ -137,7 +175,9 @@ func shareOf(limits map[string][]quota.Limit, s float64) map[string][]quota.Limi
 	for name, lims := range limits {
 		scaled := make([]quota.Limit, len(lims))
 		for i, l := range lims {
-			l.Units = max(int64(math.Floor(float64(l.Units)*s)), 1)
+			if l.Units > 0 { // 0: still to be learned
+				l.Units = max(int64(math.Floor(float64(l.Units)*s)), 1)
+			}
 			scaled[i] = l
 		}
 		out[name] = scaled

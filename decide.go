@@ -20,9 +20,10 @@ type decider struct {
 	local      bool                     // the FailLocal mode's: its refusals say nothing of Redis
 }
 
-// limitsFor returns the limits d enforces for the call's priority.
+// limitsFor returns the limits d enforces for the call's priority (for
+// no call, the interactive ones).
 func (d *decider) limitsFor(c *call) map[string][]quota.Limit {
-	if c.background {
+	if c != nil && c.background {
 		return d.background
 	}
 	return d.limits
@@ -32,6 +33,7 @@ func (d *decider) limitsFor(c *call) map[string][]quota.Limit {
 type outcome struct {
 	res    *quota.Reservation // the units reserved; nil when unmetered, leased or free
 	slots  []*quota.Slot      // the slots of capped buckets, held until the response ends
+	gates  []*quota.Slot      // the gates of buckets still learning their limit, held until the response's headers are read
 	lease  *quota.Lease       // the lease the units came from, if any
 	spent  time.Time          // when they were taken from it
 	by     *decider           // who decided; nil when nobody did
@@ -125,12 +127,11 @@ func (t *Transport) apply(ctx context.Context, d *decider, c *call) (outcome, er
 			return o, qe
 		}
 	}
-	charges := quotaCharges(c.endpoint, d.limitsFor(c))
 	switch c.policy.OnRefusal {
 	case FailFast:
-		return t.admitNow(ctx, d, c, c.scope, charges, o)
+		return t.admitNow(ctx, d, c, c.scope, o)
 	case Failover:
-		o, err := t.admitNow(ctx, d, c, c.scope, charges, o)
+		o, err := t.admitNow(ctx, d, c, c.scope, o)
 		var first *QuotaError
 		if !errors.As(err, &first) {
 			return o, err
@@ -142,7 +143,7 @@ func (t *Transport) apply(ctx context.Context, d *decider, c *call) (outcome, er
 			if r.Scope == "" {
 				return o, nil // unmetered: a cache, say
 			}
-			o, err = t.admitNow(ctx, d, c, r.Scope, charges, o)
+			o, err = t.admitNow(ctx, d, c, r.Scope, o)
 			var qe *QuotaError
 			if !errors.As(err, &qe) {
 				return o, err
@@ -153,76 +154,163 @@ func (t *Transport) apply(ctx context.Context, d *decider, c *call) (outcome, er
 		}
 		o.route = nil
 		if c.policy.AfterFailover == WaitTurn {
-			return t.waitTurn(ctx, d, c, charges, o)
+			return t.waitTurn(ctx, d, c, o)
 		}
 		return o, best
 	default:
-		return t.waitTurn(ctx, d, c, charges, o)
+		return t.waitTurn(ctx, d, c, o)
 	}
 }
 
 // admitNow asks for the slots and units in scope and fails with a
 // *QuotaError when they are not free now.
-func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope string, charges []quota.Charge, o outcome) (outcome, error) {
-	slots, err := t.takeSlots(ctx, d, c, scope, 0)
+func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope string, o outcome) (outcome, error) {
+	gates, err := t.gates(ctx, d, c, scope, 0)
 	if err != nil {
 		return o, err
 	}
+	slots, err := t.takeSlots(ctx, d, c, scope, 0)
+	if err != nil {
+		t.releaseSlots(ctx, gates)
+		return o, err
+	}
+	charges := t.charges(d, c, scope)
 	if len(charges) == 0 { // a free request, held by its slots alone
-		o.slots = slots
+		o.slots, o.gates = slots, gates
 		return o, nil
 	}
 	r, err := d.lim.Allow(ctx, scope, charges...)
 	if err != nil {
-		t.releaseSlots(ctx, slots)
+		t.releaseSlots(ctx, append(slots, gates...))
 		return o, limiterError(d, c, scope, err)
 	}
 	if !r.OK() {
-		t.releaseSlots(ctx, slots)
+		t.releaseSlots(ctx, append(slots, gates...))
 		qe := refusal(c, scope, r)
 		if !d.local && !c.background && (qe.Bucket != "" || qe.Upstream) && qe.RetryAfter > 0 {
 			t.exhausted.note(scope, qe.Bucket, qe.Units, qe.Upstream, t.now().Add(qe.RetryAfter), t.now())
 		}
 		return o, qe
 	}
-	o.res, o.slots = r, slots
+	o.res, o.slots, o.gates = r, slots, gates
 	return o, nil
 }
 
-// waitTurn waits for the request's slots, then takes a hold in its own
-// scope and sleeps until it is due. The whole of it, the Redis round trips
-// included, ends within the policy's MaxWait and the context's deadline: a
-// slot or hold that would come later is refused (or given back) at once.
-func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, charges []quota.Charge, o outcome) (outcome, error) {
+// gates takes the gates of the buckets the call charges whose limit is
+// still to be learned in scope (one request at a time until announced).
+func (t *Transport) gates(ctx context.Context, d *decider, c *call, scope string, maxWait time.Duration) ([]*quota.Slot, error) {
+	var gates []*quota.Slot
+	for _, ch := range c.endpoint.Charges {
+		if _, gated := t.announcedLimits(d, c, scope, ch.Bucket); !gated {
+			continue
+		}
+		g, err := t.learning(ctx, d, c, scope, ch.Bucket, maxWait)
+		if err != nil {
+			t.releaseSlots(ctx, gates)
+			if errors.Is(err, quota.ErrRefused) {
+				return nil, &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Bucket: ch.Bucket}
+			}
+			return nil, limiterError(d, c, scope, err)
+		}
+		if g != nil {
+			gates = append(gates, g)
+		}
+	}
+	t.held.add(gates)
+	return gates, nil
+}
+
+// charges turns the call's charges into the limiter's, with each bucket's
+// limits for the call's priority and scope (what announcements taught
+// included); a limit still to be learned is left out, and so are the
+// zero-unit charges of a free request, which only name buckets for their
+// caps.
+func (t *Transport) charges(d *decider, c *call, scope string) []quota.Charge {
+	if c.endpoint.Free {
+		return nil
+	}
+	out := make([]quota.Charge, 0, len(c.endpoint.Charges))
+	for _, ch := range c.endpoint.Charges {
+		limits := d.limitsFor(c)[ch.Bucket]
+		if t.announced != nil {
+			limits, _ = t.announcedLimits(d, c, scope, ch.Bucket)
+			if len(limits) == 0 {
+				continue // nothing known to check: its gate holds it to one at a time
+			}
+		}
+		out = append(out, quota.Charge{Bucket: ch.Bucket, Units: ch.Units, Limits: limits})
+	}
+	return out
+}
+
+// waitTurn waits for the request's gates and slots, then takes a hold in
+// its own scope and sleeps until it is due. The whole of it, the Redis
+// round trips included, ends within the policy's MaxWait and the context's
+// deadline: a slot or hold that would come later is refused (or given
+// back) at once.
+func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome) (outcome, error) {
 	wctx := ctx
 	if limit := c.policy.waitLimit(); limit >= 0 {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	maxWait := time.Duration(-1)
-	deadline, bounded := wctx.Deadline()
-	if bounded {
-		maxWait = max(time.Until(deadline), 0)
-	}
-	slots, err := t.takeSlots(wctx, d, c, c.scope, maxWait)
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope}
+	maxWait := func() time.Duration {
+		if deadline, bounded := wctx.Deadline(); bounded {
+			return max(time.Until(deadline), time.Microsecond)
 		}
-		return o, err
+		return -1
 	}
-	o.slots = slots
-	if len(charges) == 0 {
-		return o, nil
+	refused := func(err error) error {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope}
+		}
+		return err
 	}
-	o, err = t.waitUnits(ctx, wctx, d, c, charges, o)
-	if err != nil {
-		t.releaseSlots(ctx, slots)
-		o.slots = nil
+	for redecided := 0; ; redecided++ {
+		gates, err := t.gates(wctx, d, c, c.scope, maxWait())
+		if err != nil {
+			return o, refused(err)
+		}
+		slots, err := t.takeSlots(wctx, d, c, c.scope, maxWait())
+		if err != nil {
+			t.releaseSlots(ctx, gates)
+			return o, refused(err)
+		}
+		o.slots, o.gates = slots, gates
+		charges := t.charges(d, c, c.scope)
+		if len(charges) == 0 {
+			return o, nil
+		}
+		learned := t.learnedGen(c)
+		o, err = t.waitUnits(ctx, wctx, d, c, charges, o)
+		if err != nil {
+			t.releaseSlots(ctx, append(slots, gates...))
+			o.slots, o.gates = nil, nil
+			if errors.Is(err, errRedecide) && redecided < maxRedecisions {
+				continue
+			}
+			if errors.Is(err, errRedecide) {
+				err = &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units()}
+			}
+			return o, err
+		}
+		if redecided == maxRedecisions || !t.outdated(c, learned) {
+			return o, nil
+		}
+		// An announcement changed the bucket's limit or window while the
+		// hold waited: decide again, under what it said.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_ = o.res.Cancel(cctx)
+		cancel()
+		t.releaseSlots(ctx, append(slots, gates...))
+		o.res, o.slots, o.gates = nil, nil, nil
 	}
-	return o, err
 }
+
+// maxRedecisions bounds how often a waiting request is decided again
+// because announcements kept changing its buckets' limits.
+const maxRedecisions = 4
 
 // waitUnits takes a hold for the request's units and sleeps until it is
 // due, within wctx's deadline.
@@ -259,8 +347,19 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 	if r.Delay() > 0 {
 		t.waiting(ctx, c, r)
 	}
-	if err := r.Wait(wctx); err != nil {
+	hctx := wctx
+	if keys := t.announcedKeys(c); len(keys) > 0 && r.Delay() > 0 {
+		var stop context.CancelCauseFunc
+		hctx, stop = context.WithCancelCause(wctx)
+		defer stop(nil)
+		t.holds.add(keys, r, stop)
+		defer t.holds.remove(keys, r)
+	}
+	if err := r.Wait(hctx); err != nil {
 		o.res = nil // Wait gave the hold back
+		if errors.Is(context.Cause(hctx), errRedecide) {
+			return o, errRedecide
+		}
 		if ctx.Err() == nil {
 			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: time.Until(deadline)}
 		}
@@ -300,20 +399,6 @@ func refusal(c *call, scope string, r *quota.Reservation) *QuotaError {
 		}
 	}
 	return qe
-}
-
-// quotaCharges turns an endpoint's charges into the limiter's, with the
-// limits of each bucket; a free endpoint's zero-unit charges, which only
-// name buckets for their caps, are left out.
-func quotaCharges(e costs.Endpoint, limits map[string][]quota.Limit) []quota.Charge {
-	if e.Free {
-		return nil
-	}
-	out := make([]quota.Charge, len(e.Charges))
-	for i, ch := range e.Charges {
-		out[i] = quota.Charge{Bucket: ch.Bucket, Units: ch.Units, Limits: limits[ch.Bucket]}
-	}
-	return out
 }
 
 // unitsOf returns the units an endpoint charges to bucket.

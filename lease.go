@@ -62,6 +62,9 @@ func (t *Transport) leasable(c *call) (units int64, term time.Duration, ok bool)
 		len(c.endpoint.Settle) > 0 || c.background || t.capped(c) {
 		return 0, 0, false
 	}
+	if _, announced := t.announced[c.endpoint.Charges[0].Bucket]; announced {
+		return 0, 0, false
+	}
 	units, term = t.cfg.Lease(c.scope, c.endpoint.Charges[0].Bucket)
 	return units, term, units > 0 && term > 0
 }

@@ -46,7 +46,10 @@ func (l *ledger) settle(ctx context.Context, d *decider, log func(context.Contex
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	for k, units := range debt {
-		limits := d.limits[k.bucket]
+		limits := usable(d.limits[k.bucket])
+		if len(limits) == 0 {
+			continue // a limit still to be learned: nothing to record it in
+		}
 		for _, lim := range limits {
 			units = min(units, lim.Units)
 		}

@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(capChildEnv); cfg != "" {
 		os.Exit(capChild(cfg))
 	}
+	if cfg := os.Getenv(announcedChildEnv); cfg != "" {
+		os.Exit(announcedChild(cfg))
+	}
 	os.Exit(m.Run())
 }
 

@@ -14,6 +14,8 @@ import (
 // Otherwise the response goes to the caller, metered: its true cost is
 // settled and its slots given back when its body ends (settle.go).
 func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Response) (*http.Response, error) {
+	t.reconcile(ctx, c, o, resp.Header)
+	t.releaseSlots(ctx, o.gates) // what they waited to learn is known
 	v := t.upstream(resp, c.endpoint)
 	if !v.Spent {
 		return t.meter(ctx, c, o, resp), nil

@@ -40,7 +40,7 @@ func (t *Transport) send(c *call, o outcome) (*http.Response, error) {
 		if trace != nil && trace.neverSent(err) {
 			t.refund(c, o)
 		}
-		t.releaseSlots(c.req.Context(), o.slots)
+		t.releaseSlots(c.req.Context(), append(o.slots, o.gates...))
 	}
 	return resp, err
 }

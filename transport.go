@@ -68,10 +68,11 @@ type Config struct {
 
 	// Transit is the longest a request may take from its admission to its
 	// arrival upstream: waking from its wait, the trip, the upstream's own
-	// queue. Sliding windows are lengthened by it, so that a request sent
-	// late never lands in an upstream window together with the calls
-	// admitted a window after it. 0 means DefaultTransit; a negative value,
-	// none. Processes sharing a quota must agree on it, as on the limits.
+	// queue. Sliding and fixed windows are lengthened by it, so that a
+	// request sent late never lands in an upstream window together with
+	// the calls admitted a window after it. 0 means DefaultTransit; a
+	// negative value, none. Processes sharing a quota must agree on it, as
+	// on the limits.
 	Transit time.Duration
 
 	// Local is the limiter of the FailLocal outage mode: one that this
@@ -107,6 +108,11 @@ type Config struct {
 	// now counts, and its Err says why an estimate was kept instead.
 	OnSettle DecisionHook
 
+	// OnReconcile, when set, is called when a response's announcement of
+	// a bucket's quota (Bucket.Announced) changed the shared count, taught
+	// a limit, or paused the bucket.
+	OnReconcile ReconcileHook
+
 	// OnSwitch, when set, is called on every switch between Redis and the
 	// outage modes.
 	OnSwitch SwitchHook
@@ -126,6 +132,11 @@ type Transport struct {
 	local    *decider // the FailLocal mode's; nil without one
 	upstream UpstreamFunc
 	now      func() time.Time // the local clock; tests replace it
+	bgShare  float64          // of each limit, for background requests
+
+	announced map[string]string // bucket: the announced quota it follows
+	learn     learnedState      // what announcements taught, per scope bucket
+	holds     holdWaiters       // the requests waiting for holds on announced buckets
 
 	probe     probe     // whether Redis answers
 	ledger    ledger    // units spent while it did not
@@ -168,7 +179,16 @@ func New(cfg Config) (*Transport, error) {
 	if !(share > 0 && share <= 1) {
 		return nil, configErrorf("BackgroundShare %v is not within (0, 1]", cfg.BackgroundShare)
 	}
+	t.bgShare = share
 	t.redis = decider{lim: cfg.Limiter, limits: limits, background: shareOf(limits, share), caps: caps}
+	for name, b := range cfg.Buckets {
+		if b.Announced != "" {
+			if t.announced == nil {
+				t.announced = make(map[string]string)
+			}
+			t.announced[name] = b.Announced
+		}
+	}
 	for i, r := range cfg.Routes {
 		if r.Scope == "" && r.Base == nil {
 			return nil, configErrorf("route %d (%q) has neither a Scope nor a Base", i, r.Name)

@@ -11,20 +11,20 @@ import (
 )
 
 // What the Transport counts, read and corrected as it counts it: with the
-// limits it enforces (less the reserve, sliding windows lengthened by
-// Transit), so that a status display or a manual correction reaches the
-// very keys its decisions use.
+// limits it enforces (less the reserve, sliding and fixed windows
+// lengthened by Transit, what announcements taught), so that a status
+// display or a manual correction reaches the very keys its decisions use.
 
 // usageReads shares a usage read among concurrent callers.
 type usageReads struct{ group singleflight.Group }
 
 // Usage reads, writing nothing, how much of each limit of bucket is spent
 // in scope, in the order of the bucket's Limits. Each Usage's Limit is the
-// limit the Transport enforces: the configured one less the reserve, a
-// sliding window lengthened by Transit. Concurrent calls for one scope and
+// limit the Transport enforces: the configured one (or the announced one)
+// less the reserve, its window lengthened by Transit. Concurrent calls for one scope and
 // bucket share one read.
 func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	limits, err := t.bucketLimits(bucket)
+	limits, err := t.bucketLimits(scope, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Us
 // beyond the bucket's smallest limit count as that limit: the window is
 // full either way.
 func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	limits, err := t.bucketLimits(bucket)
+	limits, err := t.bucketLimits(scope, bucket)
 	if err != nil {
 		return err
 	}
@@ -79,8 +79,8 @@ func (t *Transport) Record(ctx context.Context, scope, bucket string, units int6
 // requests whose policy fails fast.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
 	if bucket != "" {
-		if _, err := t.bucketLimits(bucket); err != nil {
-			return err
+		if _, ok := t.redis.limits[bucket]; !ok {
+			return fmt.Errorf("tollgate: bucket %q is not one the cost table charges", bucket)
 		}
 	}
 	if err := t.cfg.Limiter.Pause(ctx, scope, bucket, d); err != nil {
@@ -91,11 +91,13 @@ func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Dura
 	return nil
 }
 
-// bucketLimits returns the limits the Transport enforces for bucket.
-func (t *Transport) bucketLimits(bucket string) ([]quota.Limit, error) {
-	limits, ok := t.redis.limits[bucket]
-	if !ok {
+// bucketLimits returns the limits the Transport enforces for bucket in
+// scope: what announcements taught included, a limit still to be learned
+// left out.
+func (t *Transport) bucketLimits(scope, bucket string) ([]quota.Limit, error) {
+	if _, ok := t.redis.limits[bucket]; !ok {
 		return nil, fmt.Errorf("tollgate: bucket %q is not one the cost table charges", bucket)
 	}
+	limits, _ := t.announcedLimits(&t.redis, nil, scope, bucket)
 	return limits, nil
 }

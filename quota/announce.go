@@ -24,6 +24,33 @@ type Announcement struct {
 	Limit int64
 	// Window is the quota's window, e.g. 60s; 0 when not announced.
 	Window time.Duration
+	// AsOf is when the upstream took its count, as near as the caller
+	// knows, on the limiter's clock: e.g. the Time of the reservation
+	// whose call's response announced it. Calls admitted after it are not
+	// in Used, so they are not compared with it; zero compares every
+	// call admitted so far, which takes the calls in flight for others'.
+	AsOf time.Time
+}
+
+// Announced is what is recorded of a bucket's announcements: the newest,
+// as every process reads it, and what Announce counted as spent elsewhere.
+type Announced struct {
+	// Outside is the units counted as spent by others (beyond the
+	// windows' own count) until Reset, e.g. 300; 0 when the upstream
+	// agrees. Only Announce tells it.
+	Outside int64
+	// Changed reports that the call changed what is counted as spent
+	// elsewhere. Only Announce tells it.
+	Changed bool
+	// Reset is the newest reset announced, as first read, e.g. 12:00:00:
+	// an upstream that states a reset as a delay moves it a little with
+	// each response, and every process must end the window at the same
+	// instant.
+	Reset time.Time
+	// Limit is the newest limit announced, e.g. 5000; 0 when never.
+	Limit int64
+	// Window is the newest window announced, e.g. 60s; 0 when never.
+	Window time.Duration
 }
 
 // Announce holds a bucket's windows (its sliding and fixed limits; calendar
@@ -32,46 +59,76 @@ type Announcement struct {
 // sharing the credential), the difference is counted there as spent, for
 // every process, until the announced reset and no later. It is a level:
 // processes that read the same announcement count it once, and an
-// announcement older than the newest recorded (an earlier reset) changes
-// nothing. When the upstream counts fewer, nothing is given back. It
-// returns the units now counted as spent elsewhere (0 when the upstream
-// agrees) and whether this call changed them.
+// announcement older than the newest recorded (a reset earlier by
+// ResetTolerance or more) changes nothing. When the upstream counts
+// fewer, nothing is given back.
 //
-// The newest announcement is also kept, so that every process can learn a
-// limit from it (LastAnnouncement).
-func (l *Limiter) Announce(ctx context.Context, scope, bucket string, a Announcement, limits ...Limit) (outside int64, changed bool, err error) {
+// The newest announcement is kept, so that every process can learn a
+// limit, window and reset from it: Announce returns it as recorded, and
+// LastAnnouncement reads it.
+func (l *Limiter) Announce(ctx context.Context, scope, bucket string, a Announcement, limits ...Limit) (Announced, error) {
 	if err := l.check(scope); err != nil {
-		return 0, false, err
+		return Announced{}, err
 	}
 	if a.Used < 0 || a.Used > MaxUnits || a.Limit < 0 || a.Limit > MaxUnits || a.Window < 0 || a.Reset.IsZero() {
-		return 0, false, invalid("announcement", "units must be between 0 and MaxUnits, the window not negative, the reset given")
+		return Announced{}, invalid("announcement", "units must be between 0 and MaxUnits, the window not negative, the reset given")
 	}
 	now, clockArg := l.clockArg()
 	keys := make([]string, 0, 3*len(limits)+1)
-	args := []any{clockArg, a.Used, a.Reset.UnixMicro(), a.Limit, a.Window.Microseconds()}
+	var asOf int64
+	if !a.AsOf.IsZero() {
+		asOf = max(a.AsOf.UnixMicro(), 1)
+	}
+	args := []any{clockArg, a.Used, a.Reset.UnixMicro(), a.Limit, a.Window.Microseconds(), nil, asOf}
+	tol := ResetTolerance(a.Window)
 	for _, lim := range limits {
 		if err := lim.Validate(); err != nil {
-			return 0, false, err
+			return Announced{}, err
 		}
 		if lim.Calendar {
 			continue
 		}
+		tol = min(tol, ResetTolerance(lim.Window))
 		w := l.window(scope, bucket, lim)
 		keys = append(keys, w.meta, w.sum, w.log)
 		args = append(args, l.span(w, lim, &now))
 	}
 	keys = append(keys, l.announcedKey(scope, bucket))
+	args[5] = max(tol.Microseconds(), 1)
 	v, err := l.run(ctx, announceScript, keys, args...)
 	if err != nil {
-		return 0, false, redisError(ctx, "announce", err)
+		return Announced{}, redisError(ctx, "announce", err)
 	}
+	var n [6]int64
 	list, _ := v.([]any)
-	if len(list) != 3 {
-		return 0, false, &RedisError{Op: "announce", Err: errReply(v)}
+	if len(list) != len(n) {
+		return Announced{}, &RedisError{Op: "announce", Err: errReply(v)}
 	}
-	outside, _ = list[0].(int64)
-	ch, _ := list[1].(int64)
-	return outside, ch == 1, nil
+	for i, x := range list {
+		n[i], _ = x.(int64)
+	}
+	out := announced(n[3], n[4], n[5])
+	out.Outside, out.Changed = n[0], n[1] == 1
+	return out, nil
+}
+
+// announced builds the state recorded from its fields, in µs.
+func announced(reset, limit, window int64) Announced {
+	return Announced{Reset: time.UnixMicro(reset), Limit: limit, Window: time.Duration(window) * time.Microsecond}
+}
+
+// ResetTolerance is how far apart two announced resets of a quota whose
+// window is window (0: not known) may be and still be one reset, read at
+// different instants: upstreams that announce a reset as a delay state it
+// in whole seconds, or rounded, so each response moves it a little. It is
+// a second, or half the window when that is shorter. Of the readings of
+// one reset, the first recorded is kept; an announcement whose reset is
+// earlier than the newest recorded by more is older, and changes nothing.
+func ResetTolerance(window time.Duration) time.Duration {
+	if window > 0 {
+		return min(time.Second, window/2)
+	}
+	return time.Second
 }
 
 // announcedKey is where a bucket's newest announcement is kept.
@@ -80,29 +137,30 @@ func (l *Limiter) announcedKey(scope, bucket string) string {
 }
 
 // LastAnnouncement returns the newest announcement Announce recorded for a
-// bucket of scope, while its reset has not passed, and false when there is
-// none: what a process that starts learns from the others. Used is not
-// kept: it is 0.
-func (l *Limiter) LastAnnouncement(ctx context.Context, scope, bucket string) (Announcement, bool, error) {
+// bucket of scope (Outside and Changed left zero), while its reset has not
+// passed, and false when there is none: what a process learns from the
+// others.
+func (l *Limiter) LastAnnouncement(ctx context.Context, scope, bucket string) (Announced, bool, error) {
 	if err := l.check(scope); err != nil {
-		return Announcement{}, false, err
+		return Announced{}, false, err
 	}
-	v, err := l.client.Get(ctx, l.announcedKey(scope, bucket)).Result()
+	key := l.announcedKey(scope, bucket)
+	v, err := l.client.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
-		return Announcement{}, false, nil
+		return Announced{}, false, nil
 	}
 	if err != nil {
-		return Announcement{}, false, redisError(ctx, "announce", err)
+		return Announced{}, false, redisError(ctx, "announce", err)
 	}
 	f := strings.Split(v, ":")
 	var n [3]int64
-	if len(f) != 3 {
-		return Announcement{}, false, &formatError{msg: l.announcedKey(scope, bucket) + " holds an announcement of a Redis format this tollgate cannot read"}
+	if len(f) != len(n) {
+		return Announced{}, false, &formatError{msg: key + " holds an announcement of a Redis format this tollgate cannot read"}
 	}
 	for i, s := range f {
 		if n[i], err = strconv.ParseInt(s, 10, 64); err != nil || n[i] < 0 {
-			return Announcement{}, false, &formatError{msg: l.announcedKey(scope, bucket) + " holds an announcement of a Redis format this tollgate cannot read"}
+			return Announced{}, false, &formatError{msg: key + " holds an announcement of a Redis format this tollgate cannot read"}
 		}
 	}
-	return Announcement{Reset: time.UnixMicro(n[0]), Limit: n[1], Window: time.Duration(n[2]) * time.Microsecond}, true, nil
+	return announced(n[0], n[1], n[2]), true, nil
 }

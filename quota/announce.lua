@@ -12,44 +12,72 @@
 -- dated a window before the reset would be; a fixed window, until the
 -- window that holds the reset ends). It is a level, not an increment:
 -- processes that read the same announcement record it once, and an older
--- announcement (an earlier reset) never replaces a newer one. When the
+-- announcement (an earlier reset) never replaces a newer one. Resets less
+-- than a tolerance apart are one reset read at different instants (an
+-- upstream that announces it as a delay, in whole seconds or rounded):
+-- its first reading is kept, and the most spent elsewhere. When the
 -- upstream counts fewer units, nothing is given back.
 --
 -- KEYS: meta_1, sum_1, log_1, ..., meta_n, sum_n, log_n (the windows of
 --       one bucket), then the announced state: "<reset>:<limit>:<window>"
---       of the newest announcement, for processes that learn limits from it
+--       of the newest announcement, for processes that learn limits,
+--       windows and resets from it
 -- ARGV: clock, used (units, by the upstream's count), reset (µs), limit
 --       (units announced, 0 when not), window (µs announced, 0 when not),
---       then per window: span (see limit() in log.lua)
+--       tolerance (µs), as_of (µs: the entries dated after it are calls
+--       the upstream had not counted yet; 0: none), then per window: span
+--       (see limit() in log.lua)
 -- Reply: {recorded (units now counted as spent elsewhere, the largest over
 --        the windows), changed (1 when a record was written), stale (1 when
---        the announcement was older than the one recorded)}
+--        the announcement was older than the one recorded), then the state
+--        as recorded: reset, limit, window}
 
 local now = clock(ARGV[1])
-local used, reset = tonumber(ARGV[2]), tonumber(ARGV[3])
-local n = (#ARGV - 5)
+local used, reset, tol, as_of = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local n = (#ARGV - 7)
 local state = KEYS[3 * n + 1]
 
 -- The newest announcement wins: an older one (an earlier reset) changes
--- nothing, here or in the windows.
+-- nothing, here or in the windows. Another reading of the same reset
+-- keeps the first: every process then ends the window at one instant.
 local last = redis.call('GET', state)
-local limit_, window_ = ARGV[4], ARGV[5]
+local limit_, window_ = tonumber(ARGV[4]), tonumber(ARGV[5])
 if last then
   local r, lu, lw = string.match(last, '^(%d+):(%d+):(%d+)$')
   if not r then format_error(state, 'an announcement') end
-  if tonumber(r) > reset then return {0, 0, 1} end
+  r, lu, lw = tonumber(r), tonumber(lu), tonumber(lw)
+  if r - reset >= tol then return {0, 0, 1, r, lu, lw} end
+  if reset - r < tol then reset = r end
   -- What this one does not say, the newest that did still holds.
-  if limit_ == '0' then limit_ = lu end
-  if window_ == '0' then window_ = lw end
+  if limit_ == 0 then limit_ = lu end
+  if window_ == 0 then window_ = lw end
 end
 if reset > now then
-  redis.call('SET', state, string.format('%d:%s:%s', reset, limit_, window_),
+  redis.call('SET', state, string.format('%d:%d:%d', reset, limit_, window_),
     'PX', math.floor((reset - now) / 1000) + 60000)
+end
+
+-- The units of L's entries dated after t: calls admitted after the
+-- upstream took its count, which it could not hold. The log is sorted by
+-- time, so they are read from its tail.
+local function after(L, t)
+  if t == 0 or L.head == 0 or L.tail <= t then return 0 end
+  local units, to = 0, -1
+  while true do
+    local batch = redis.call('LRANGE', L.log, to - BATCH + 1, to)
+    for i = #batch, 1, -1 do
+      local ts, u = entry(L.log, batch[i])
+      if ts <= t then return units end
+      units = units + u
+    end
+    if #batch < BATCH then return units end
+    to = to - BATCH
+  end
 end
 
 local recorded, changed = 0, 0
 for i = 1, n do
-  local L = limit(KEYS[3 * i], KEYS[3 * i - 2], KEYS[3 * i - 1], ARGV[5 + i])
+  local L = limit(KEYS[3 * i], KEYS[3 * i - 2], KEYS[3 * i - 1], ARGV[7 + i])
   local m = redis.call('MGET', L.meta, L.sumkey)
   load(L, m[1], m[2])
   local c = cut(L, now)
@@ -63,9 +91,9 @@ for i = 1, n do
     for k, x in ipairs(L.leases) do
       if x.id == '~a' then j, rec = k, x end
     end
-    local own = L.sum - (rec and rec.u or 0)
+    local own = L.sum - (rec and rec.u or 0) - after(L, as_of)
     local outside = used - own
-    local keep = rec and rec.e == e and rec.u >= outside
+    local keep = rec and math.abs(rec.e - e) < tol and rec.u >= outside
     if not keep and (outside > 0 or rec) and e > c then
       if rec then
         L.sum, L.leased = L.sum - rec.u, L.leased - rec.u
@@ -85,4 +113,4 @@ for i = 1, n do
     if counted > recorded then recorded = counted end
   end
 end
-return {recorded, changed, 0}
+return {recorded, changed, 0, reset, limit_, window_}

@@ -23,9 +23,9 @@ func testAnnounce(t *testing.T, b *backend) {
 	// The upstream counts 40 used until t0+30s: 30 spent elsewhere.
 	a := Announcement{Used: 40, Reset: t0.Add(30 * time.Second), Limit: 100}
 	for _, lim2 := range []*Limiter{l, other, l} { // three readers of one announcement
-		outside, _, err := lim2.Announce(ctx, s, "b", a, lim)
-		if err != nil || outside != 30 {
-			t.Fatalf("Announce = %d, %v; want 30 spent elsewhere", outside, err)
+		got, err := lim2.Announce(ctx, s, "b", a, lim)
+		if err != nil || got.Outside != 30 {
+			t.Fatalf("Announce = %+v, %v; want 30 spent elsewhere", got, err)
 		}
 	}
 	if u := mustUsage(t, l, s, "b", lim); u.Used != 40 {
@@ -33,14 +33,14 @@ func testAnnounce(t *testing.T, b *backend) {
 	}
 	// A later, higher level for the same reset raises it; an older one
 	// (an earlier reset) changes nothing.
-	if outside, _, _ := l.Announce(ctx, s, "b", Announcement{Used: 55, Reset: a.Reset}, lim); outside != 45 {
-		t.Errorf("a higher level: %d spent elsewhere, want 45", outside)
+	if got, _ := l.Announce(ctx, s, "b", Announcement{Used: 55, Reset: a.Reset}, lim); got.Outside != 45 {
+		t.Errorf("a higher level: %d spent elsewhere, want 45", got.Outside)
 	}
-	if _, changed, _ := l.Announce(ctx, s, "b", Announcement{Used: 99, Reset: t0.Add(10 * time.Second)}, lim); changed {
-		t.Error("an older announcement changed the count")
+	if got, _ := l.Announce(ctx, s, "b", Announcement{Used: 99, Reset: t0.Add(10 * time.Second)}, lim); got.Changed || !got.Reset.Equal(a.Reset) {
+		t.Errorf("an older announcement: changed %v, newest reset %v; want unchanged, %v", got.Changed, got.Reset, a.Reset)
 	}
-	if outside, changed, _ := l.Announce(ctx, s, "b", Announcement{Used: 20, Reset: a.Reset}, lim); outside != 45 || changed {
-		t.Errorf("a lower level: %d (changed %v), want the 45 kept: nothing is given back", outside, changed)
+	if got, _ := l.Announce(ctx, s, "b", Announcement{Used: 20, Reset: a.Reset}, lim); got.Outside != 45 || got.Changed {
+		t.Errorf("a lower level: %d (changed %v), want the 45 kept: nothing is given back", got.Outside, got.Changed)
 	}
 	if u := mustUsage(t, l, s, "b", lim); u.Used != 55 {
 		t.Fatalf("used %d, want 55", u.Used)
@@ -58,6 +58,81 @@ func testAnnounce(t *testing.T, b *backend) {
 	last, ok, err := other.LastAnnouncement(ctx, s, "b")
 	if err != nil || !ok || !last.Reset.Equal(a.Reset) || last.Limit != 100 {
 		t.Errorf("LastAnnouncement = %+v, %v, %v; want the newest, reset %v, limit 100", last, ok, err, a.Reset)
+	}
+}
+
+// testAnnounceAsOf: the calls admitted after the upstream took its count
+// are not in it, so they are not taken for others' spending.
+func testAnnounceAsOf(t *testing.T, b *backend) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
+	clock := testclock.New(t0)
+	l := b.limiter(t, WithClock(clock.Now))
+	s := scope(t, "s")
+	lim := PerWindow(100, time.Minute)
+	counted := mustAllow(t, l, s, charge("b", 10, lim))
+	clock.Add(time.Second)
+	mustAllow(t, l, s, charge("b", 3, lim)) // in flight when the upstream counted
+	mustAllow(t, l, s, charge("b", 2, lim))
+	// The upstream counts 30: the 10 it had seen and 20 spent elsewhere.
+	a := Announcement{Used: 30, Reset: t0.Add(30 * time.Second), AsOf: counted.Time()}
+	if got, err := l.Announce(ctx, s, "b", a, lim); err != nil || got.Outside != 20 {
+		t.Errorf("as of the counted call: %d, %v spent elsewhere; want 20", got.Outside, err)
+	}
+	// Without AsOf, the calls in flight are taken for counted: 15.
+	other := scope(t, "other")
+	mustAllow(t, l, other, charge("b", 10, lim))
+	mustAllow(t, l, other, charge("b", 5, lim))
+	a.AsOf = time.Time{}
+	if got, err := l.Announce(ctx, other, "b", a, lim); err != nil || got.Outside != 15 {
+		t.Errorf("without AsOf: %d, %v spent elsewhere; want 15", got.Outside, err)
+	}
+}
+
+// testAnnounceTolerance: resets less than ResetTolerance apart are one
+// reset read at different instants (the most spent elsewhere is kept);
+// one earlier by more is an older announcement.
+func testAnnounceTolerance(t *testing.T, b *backend) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
+	clock := testclock.New(t0)
+	l := b.limiter(t, WithClock(clock.Now))
+	s := scope(t, "s")
+	lim := PerWindow(100, time.Minute)
+	reset := t0.Add(30 * time.Second)
+	announce := func(used int64, reset time.Time) (int64, bool) {
+		t.Helper()
+		got, err := l.Announce(ctx, s, "b", Announcement{Used: used, Reset: reset}, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Outside, got.Changed
+	}
+	if outside, _ := announce(40, reset); outside != 40 {
+		t.Fatalf("first: %d spent elsewhere, want 40", outside)
+	}
+	// 400 ms earlier, less used: the same reset, read a little later; the
+	// 40 stay.
+	if outside, changed := announce(30, reset.Add(-400*time.Millisecond)); outside != 40 || changed {
+		t.Errorf("a lower level 400ms earlier: %d (changed %v), want the 40 kept", outside, changed)
+	}
+	// 400 ms later, more used: the same reset, raised.
+	if outside, changed := announce(50, reset.Add(400*time.Millisecond)); outside != 50 || !changed {
+		t.Errorf("a higher level 400ms later: %d (changed %v), want 50", outside, changed)
+	}
+	// The first reading is kept, for every process to end the window at.
+	if last, ok, err := l.LastAnnouncement(ctx, s, "b"); err != nil || !ok || !last.Reset.Equal(reset) {
+		t.Errorf("LastAnnouncement = %+v, %v, %v; want the first reading, %v", last, ok, err, reset)
+	}
+	// Two seconds earlier than the newest: an older announcement.
+	if _, changed := announce(90, reset.Add(-2*time.Second)); changed {
+		t.Error("an announcement two seconds older changed the count")
+	}
+	if got := ResetTolerance(0); got != time.Second {
+		t.Errorf("ResetTolerance(0) = %v, want 1s", got)
+	}
+	if got := ResetTolerance(time.Second); got != 500*time.Millisecond {
+		t.Errorf("ResetTolerance(1s) = %v, want 500ms", got)
 	}
 }
 

@@ -103,6 +103,8 @@ var suite = []struct {
 	{"InteractiveBeforeBackground", testInteractiveBeforeBackground},
 	{"BackgroundInArrivalOrder", testBackgroundInArrivalOrder},
 	{"Announce", testAnnounce},
+	{"AnnounceAsOf", testAnnounceAsOf},
+	{"AnnounceTolerance", testAnnounceTolerance},
 	{"FixedWindow", testFixedWindow},
 }
 

@@ -38,11 +38,11 @@ func (l *Limiter) background(ctx context.Context, scope string, maxWait int64, c
 			return nil, 0, redisError(ctx, "reserve", err)
 		}
 		list, _ := reply.([]any)
-		if len(list) != 6 {
+		if len(list) < 6 {
 			return nil, 0, &RedisError{Op: "reserve", Err: errReply(reply)}
 		}
 		place, _ := list[5].(int64)
-		r, err := l.reservation(scope, charges, seq, list[:5])
+		r, err := l.reservation(scope, charges, seq, append(list[:5:5], list[6:]...))
 		return r, place, err
 	}
 	leave := func() {

@@ -13,7 +13,8 @@
 -- ARGV: clock, wait (µs a place in the room lasts unless looked at again;
 --       '0' to decide once without entering it; 'leave' to leave it),
 --       id (of the entries, and of the waiter), then decide.lua's
--- Reply: {admitted (1 or 0), now, at, remaining, by, place}
+-- Reply: {admitted (1 or 0), now, at, remaining, by, place, room_1, ...,
+--   room_n} (reserve.lua's, with the place in the room)
 --   at: when admitted, now; when not, the instant the call would fit were
 --   it first in the room (a hint: interactive calls may take that room).
 --   place: from 0 in the room; -1 when it did not enter.
@@ -54,11 +55,11 @@ local first = spot == 0 or (not spot and waiting:size() == 0)
 if first and not beyond and at == now then
   remaining = admit(limits, now, id, now)
   leave()
-  return {1, now, now, remaining, 0, 0}
+  return {1, now, now, remaining, 0, 0, unpack(rooms(limits))}
 end
 keep(limits, now)
 if wait == 0 then
-  return {0, now, at, remaining, by, -1}
+  return {0, now, at, remaining, by, -1, unpack(rooms(limits))}
 end
 waiting:enter(id, now, wait, 'background')
-return {0, now, at, remaining, by, waiting:rank(id)}
+return {0, now, at, remaining, by, waiting:rank(id), unpack(rooms(limits))}

@@ -2,7 +2,8 @@
 -- background scripts put together their own ways.
 --
 -- Provides: windows(n, nread), prepare(limits, read, nread, now),
--- place(limits, t0, by), admit(limits, at, id, now).
+-- place(limits, t0, by), admit(limits, at, id, now), rooms(limits),
+-- keep(limits, now).
 -- Needs: log.lua.
 --
 -- KEYS (every decision script): meta_1, sum_1, ..., meta_n, sum_n, the
@@ -84,6 +85,14 @@ local function admit(limits, at, id, now)
     if not remaining or room < remaining then remaining = room end
   end
   return math.max(remaining, 0)
+end
+
+-- The room each limit has left, in order: what the reply tells beyond the
+-- least of them.
+local function rooms(limits)
+  local out = {}
+  for i, L in ipairs(limits) do out[i] = math.max(L.units - L.sum, 0) end
+  return out
 end
 
 -- Write back what changed without admitting anything.

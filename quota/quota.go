@@ -330,7 +330,7 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys 
 // reservation reads the reserve script's reply: fast.lua's string or
 // reserve.lua's list.
 func (l *Limiter) reservation(scope string, charges []Charge, seq uint64, reply any) (*Reservation, error) {
-	r := &Reservation{lim: l, scope: scope, charges: charges, seq: seq}
+	r := &Reservation{lim: l, scope: scope, charges: charges, seq: seq, reply: reply}
 	var err error
 	if fast, ok := reply.(string); ok {
 		err = r.readFast(fast)

@@ -29,6 +29,7 @@ type Reservation struct {
 	charges   []Charge  // as asked for, to name what set the instant and to cancel
 	seq       uint64    // with the limiter's prefix, the id of the entries written
 	decided   time.Time // local time the reply arrived, to sleep from
+	reply     any       // the script's reply, read again by RemainingOf
 
 	mu        sync.Mutex // guards what follows
 	units     []int64    // each charge's units as now written; nil: as asked
@@ -68,6 +69,37 @@ func (r *Reservation) RetryAfter() time.Duration {
 // Remaining returns the units left at the decision in the tightest of the
 // limits, after this reservation when OK, e.g. 9399 of 9500.
 func (r *Reservation) Remaining() int64 { return r.remaining }
+
+// RemainingOf returns the units left at the decision in the tightest of
+// the limits of one bucket the reservation charged, after it when OK; -1
+// for a bucket it did not charge.
+func (r *Reservation) RemainingOf(bucket string) int64 {
+	least, i := int64(-1), 0
+	fast, _ := r.reply.(string)
+	if fast != "" {
+		_, fast, _ = strings.Cut(fast, ":") // the instant; the sums follow
+	}
+	list, _ := r.reply.([]any)
+	for _, c := range r.charges {
+		for _, lim := range c.Limits {
+			room := int64(-1)
+			if fast != "" {
+				var field string
+				field, fast, _ = strings.Cut(fast, ":")
+				if sum, err := strconv.ParseInt(field, 10, 64); err == nil {
+					room = max(lim.Units-c.Units-sum, 0)
+				}
+			} else if 5+i < len(list) {
+				room, _ = list[5+i].(int64)
+			}
+			if c.Bucket == bucket && room >= 0 && (least < 0 || room < least) {
+				least = room
+			}
+			i++
+		}
+	}
+	return least
+}
 
 // Cancel gives the reserved units back, as if the call had never been
 // admitted. Use it for a hold whose call will not be made, or for a call
@@ -248,14 +280,15 @@ func (r *Reservation) readFast(reply string) error {
 	return nil
 }
 
-// readDecision reads reserve.lua's reply, {admitted, now, at, remaining, by}.
+// readDecision reads reserve.lua's reply, {admitted, now, at, remaining, by,
+// room_1, ...}; RemainingOf reads the rooms.
 func (r *Reservation) readDecision(reply any) error {
 	var v [5]int64
 	list, _ := reply.([]any)
-	if len(list) != len(v) {
+	if len(list) < len(v) {
 		return errReply(reply)
 	}
-	for i, x := range list {
+	for i, x := range list[:len(v)] {
 		var ok bool
 		if v[i], ok = x.(int64); !ok {
 			return errReply(reply)

@@ -12,13 +12,15 @@
 --       id       a unique suffix for the entries written
 --       then decide.lua's, per limit
 --
--- Reply: {admitted (1 or 0), now, at, remaining, by}, or fast.lua's string
+-- Reply: {admitted (1 or 0), now, at, remaining, by, room_1, ..., room_n},
+--   or fast.lua's string
 --   at: the admission instant when admitted; when refused, the earliest
 --   instant the units would fit given what is recorded.
 --   remaining: the least room left among the limits at now (a lower bound
 --   while expired entries linger in a sum).
 --   by: what set at, when later than now: i > 0 the i-th limit, -i the
 --   i-th pause key; 0 for nothing (now) or the queue of holds.
+--   room_i: the room the i-th limit has left, after this call when admitted.
 --
 -- Entries that have left the window are dropped only when the room they
 -- take is needed, or in batches once the oldest is a window past leaving;
@@ -34,6 +36,7 @@ local at, beyond, remaining
 at, beyond, by, remaining = place(limits, t0, by)
 if beyond or at - now > maxwait then
   keep(limits, now)
-  return {0, now, at, remaining, by}
+  return {0, now, at, remaining, by, unpack(rooms(limits))}
 end
-return {1, now, at, admit(limits, at, ARGV[3], now), by}
+remaining = admit(limits, at, ARGV[3], now)
+return {1, now, at, remaining, by, unpack(rooms(limits))}

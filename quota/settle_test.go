@@ -96,6 +96,27 @@ func testSettleSeveralLimits(t *testing.T, b *backend) {
 	minute, hour := PerWindow(100, time.Minute), PerWindow(1000, time.Hour)
 	other := PerWindow(10, time.Minute)
 	r := mustAllow(t, l, s, charge("tokens", 80, minute, hour), charge("requests", 1, other))
+	// The general path's reply (the first decision) and the fast path's
+	// (the second) tell each bucket's room.
+	second := mustAllow(t, l, s, charge("tokens", 10, minute, hour), charge("requests", 1, other))
+	if _, general := r.reply.([]any); !general {
+		t.Fatalf("the first decision's reply is %T, want the general path's list", r.reply)
+	}
+	if _, fast := second.reply.(string); !fast {
+		t.Fatalf("the second decision's reply is %T, want the fast path's string", second.reply)
+	}
+	for _, c := range []struct {
+		r      *Reservation
+		bucket string
+		want   int64
+	}{{r, "tokens", 20}, {r, "requests", 9}, {second, "tokens", 10}, {second, "requests", 8}, {r, "nope", -1}} {
+		if got := c.r.RemainingOf(c.bucket); got != c.want {
+			t.Errorf("RemainingOf(%s) = %d, want %d", c.bucket, got, c.want)
+		}
+	}
+	if err := second.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := r.Settle(ctx, "tokens", 5); err != nil {
 		t.Fatal(err)
 	}
