@@ -430,3 +430,52 @@ func ExampleTransport_Usage() {
 	// Output:
 	// 9500/24h0m0s: used 100, remaining 9400
 }
+
+// A bucket that follows the quota its upstream announces: its limit is
+// learned from the first response (0 units until then), and what the
+// upstream counts beyond tollgate's count (here 1,000 of 5,000 spent by
+// others with the same credential, and the first call, which went out
+// before any limit was known) counts for every process until the reset.
+func ExampleBucket_announced() {
+	reset := time.Now().Add(time.Hour).Truncate(time.Second)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-RateLimit-Limit", "5000")
+		w.Header().Set("X-RateLimit-Remaining", "3999") // 1,000 spent elsewhere, and this call
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(reset.Unix()))
+		w.Header().Set("X-RateLimit-Resource", "core")
+	}))
+	defer api.Close()
+	lim, closeRedis := inProcessLimiter()
+	defer closeRedis()
+
+	tr, err := tollgate.New(tollgate.Config{
+		Limiter: lim,
+		Costs:   searchTable(),
+		Buckets: map[string]tollgate.Bucket{"pool": {
+			Limits:    []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})},
+			Announced: "github/core",
+		}},
+		Transit: -1,
+		OnReconcile: func(_ context.Context, r tollgate.Reconciliation) {
+			fmt.Printf("announced %d of %d left; %d spent elsewhere\n", r.Announced.Remaining, r.Announced.Limit, r.Outside)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	resp, err := (&http.Client{Transport: tr}).Get(api.URL + "/v1/items")
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+
+	usage, err := tr.Usage(context.Background(), tollgate.DefaultScope, "pool")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("limit %d, used %d\n", usage[0].Limit.Units, usage[0].Used)
+	// Output:
+	// announced 3999 of 5000 left; 1001 spent elsewhere
+	// limit 5000, used 1001
+}
