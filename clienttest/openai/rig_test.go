@@ -56,7 +56,7 @@ type workerResult struct {
 	Process, Worker int
 	Calls           int    // answered
 	Streamed        int    // of those, streamed
-	Cut             int    // refused by tollgate because the run ended before its turn
+	Cut             int    // 1 when tollgate refused its last call, whose turn came after the run's end
 	Failed          int    // anything else
 	FirstErr        string `json:",omitempty"`
 }
@@ -128,7 +128,8 @@ func child(raw string) int {
 						res.Streamed++
 					}
 				case ctx.Err() != nil || errors.As(err, &qe) && !qe.Upstream && time.Now().Add(qe.RetryAfter).After(end):
-					res.Cut++
+					res.Cut++ // its turn comes after the run: this worker is done
+					return
 				default:
 					res.Failed++
 					if res.FirstErr == "" {

@@ -7,12 +7,11 @@ const maxUnits = quota.MaxUnits
 
 // Counting defaults.
 const (
-	// DefaultBytesPerToken is the bytes of a request body counted as one
-	// prompt token: OpenAI's rule of thumb, "one token generally
+	// DefaultCharsPerToken is the characters of a request body counted as
+	// one prompt token: OpenAI's rule of thumb, "one token generally
 	// corresponds to ~4 characters of text for common English text"
-	// (https://help.openai.com/en/articles/4936856-what-are-tokens-and-how-to-count-them),
-	// and a character is at least one byte.
-	DefaultBytesPerToken = 4
+	// (https://help.openai.com/en/articles/4936856-what-are-tokens-and-how-to-count-them).
+	DefaultCharsPerToken = 4
 	// DefaultOutputTokens is the output allowance of a request that sets
 	// no max_tokens, max_completion_tokens or max_output_tokens.
 	DefaultOutputTokens = 4096
@@ -38,9 +37,10 @@ const (
 // "Understanding rate limits"). A request is charged prompt + choices ×
 // allowance tokens, where:
 //
-//   - prompt is the request body's bytes divided by BytesPerToken, rounded
-//     up: the whole JSON text, keys and punctuation included, so never
-//     fewer than its characters of text would give; plus one for each
+//   - prompt is the request body's characters (Unicode code points)
+//     divided by CharsPerToken, rounded up: "the character count of your
+//     request", the whole JSON text, keys, punctuation and escapes
+//     included, so never fewer than its characters of text would give; plus one for each
 //     number in "input" or "prompt" (text sent as token ids). An inline
 //     file (a base64 data: URL) counts MediaTokens instead of its bytes,
 //     when MediaTokens is set.
@@ -60,10 +60,11 @@ const (
 // headers, and tollgate holds its count to them (Bucket.Announced): a
 // count of its own below OpenAI's is corrected within a response.
 type Counting struct {
-	// BytesPerToken is the bytes of a request body counted as one prompt
-	// token; 0 means DefaultBytesPerToken. 1 counts a token per byte,
-	// which no tokenizer exceeds.
-	BytesPerToken int64
+	// CharsPerToken is the characters of a request body counted as one
+	// prompt token; 0 means DefaultCharsPerToken. Lower counts more: 1
+	// counts a token per character, for a server that counts more
+	// carefully than OpenAI.
+	CharsPerToken int64
 	// OutputTokens is the output allowance of a request that sets none,
 	// per choice; 0 means DefaultOutputTokens.
 	OutputTokens int64
@@ -84,12 +85,12 @@ type Counting struct {
 	Usage bool
 }
 
-// bytesPerToken is BytesPerToken, or its default.
-func (c Counting) bytesPerToken() int64 {
-	if c.BytesPerToken > 0 {
-		return c.BytesPerToken
+// charsPerToken is CharsPerToken, or its default.
+func (c Counting) charsPerToken() int64 {
+	if c.CharsPerToken > 0 {
+		return c.CharsPerToken
 	}
-	return DefaultBytesPerToken
+	return DefaultCharsPerToken
 }
 
 // outputTokens is OutputTokens, or its default.
@@ -109,11 +110,11 @@ func (c Counting) tokens(k kind, f facts) int64 {
 	size := f.size
 	var media int64
 	if c.MediaTokens > 0 {
-		size -= f.fileBytes
+		size -= f.fileChars
 		media = mul(f.files, c.MediaTokens)
 	}
 	size = max(size, 0)
-	bpt := c.bytesPerToken()
+	bpt := c.charsPerToken()
 	prompt := size / bpt
 	if size%bpt != 0 {
 		prompt++

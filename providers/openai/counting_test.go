@@ -4,10 +4,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
-// prompt is the prompt estimate of a body at 4 bytes a token.
-func prompt(body string) int64 { return (int64(len(body)) + 3) / 4 }
+// prompt is the prompt estimate of a body at 4 characters a token.
+func prompt(body string) int64 { return (int64(utf8.RuneCountInString(body)) + 3) / 4 }
 
 func TestTokens(t *testing.T) {
 	image := `"data:image/png;base64,` + strings.Repeat("iVBORw0K", 1000) + `"`
@@ -45,9 +46,12 @@ func TestTokens(t *testing.T) {
 		{"chat, absurd n stops at the most units", chat, Counting{},
 			`{"model":"gpt-4o","messages":[],"max_tokens":100000,"n":1e300}`,
 			func(string) int64 { return maxUnits }},
-		{"chat, 16 bytes a token", chat, Counting{BytesPerToken: 16},
+		{"chat, 16 characters a token", chat, Counting{CharsPerToken: 16},
 			`{"model":"gpt-4o","messages":[],"max_tokens":10}`,
 			func(b string) int64 { return (int64(len(b))+15)/16 + 10 }},
+		{"characters, not bytes: 56 characters in 66 bytes", chat, Counting{},
+			`{"model":"m","messages":[{"content":"駅 東京 🚀 où"}],"n":1}`,
+			func(string) int64 { return 14 + DefaultOutputTokens }},
 		{"chat, inline image by its bytes", chat, Counting{},
 			`{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":` + image + `}}]}],"max_tokens":10}`,
 			func(b string) int64 { return prompt(b) + 10 }},

@@ -50,7 +50,7 @@ func FuzzEstimate(f *testing.F) {
 			}
 			return
 		}
-		for _, c := range []Counting{{}, {BytesPerToken: 1, OutputTokens: 1 << 62}, {MediaTokens: 1500}} {
+		for _, c := range []Counting{{}, {CharsPerToken: 1, OutputTokens: 1 << 62}, {MediaTokens: 1500}} {
 			got := c.tokens(k, facts)
 			if k == other {
 				if got != 0 {

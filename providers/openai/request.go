@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // What tollgate reads of a request before it is sent: which API it calls,
@@ -71,9 +72,9 @@ func deploymentOf(path string) string {
 // facts are what a request body tells of its cost.
 type facts struct {
 	model string
-	// size is the body's length in bytes; files and fileBytes count the
-	// inline files in it (base64 data: URLs) and their length.
-	size, files, fileBytes int64
+	// size is the body's length in characters; files and fileChars count
+	// the inline files in it (base64 data: URLs) and their length.
+	size, files, fileChars int64
 	// ids counts the numbers in "input" and "prompt": token ids, when
 	// text is sent already tokenized.
 	ids int64
@@ -97,7 +98,7 @@ func parse(body []byte) (facts, error) {
 		return facts{}, fmt.Errorf("%w: not a JSON object: %v", ErrBody, err)
 	}
 	f := facts{
-		size:                int64(len(body)),
+		size:                int64(utf8.RuneCount(body)),
 		maxTokens:           count(top["max_tokens"]),
 		maxCompletionTokens: count(top["max_completion_tokens"]),
 		maxOutputTokens:     count(top["max_output_tokens"]),
@@ -113,7 +114,7 @@ func parse(body []byte) (facts, error) {
 			f.includeUsage = isTrue(opts["include_usage"])
 		}
 	}
-	f.files, f.fileBytes = inlineFiles(body)
+	f.files, f.fileChars = inlineFiles(body)
 	return f, nil
 }
 
@@ -172,8 +173,8 @@ const maxFilePrefix = 256
 
 // inlineFiles counts the JSON strings of body that are base64 data: URLs
 // (images, audio and files sent inline, e.g.
-// "data:image/png;base64,iVBOR..."), and their length in bytes, quotes
-// included. body must be valid JSON.
+// "data:image/png;base64,iVBOR..."), and their length in characters,
+// quotes included. body must be valid JSON.
 func inlineFiles(body []byte) (files, size int64) {
 	in, esc, start := false, false, 0
 	for i, c := range body {
@@ -191,7 +192,7 @@ func inlineFiles(body []byte) (files, size int64) {
 			s := body[start+1 : i]
 			if bytes.HasPrefix(s, []byte("data:")) && bytes.Contains(s[:min(len(s), maxFilePrefix)], []byte(";base64,")) {
 				files++
-				size += int64(i - start + 1)
+				size += int64(utf8.RuneCount(body[start : i+1]))
 			}
 		}
 	}

@@ -158,7 +158,7 @@ func (o *Options) config() (tollgate.Config, error) {
 		return cfg, fmt.Errorf("openai: Options.ReservePercent is %v; it must be under 100", o.ReservePercent)
 	}
 	c := o.Counting
-	if c.BytesPerToken < 0 || c.OutputTokens < 0 || c.MediaTokens < 0 {
+	if c.CharsPerToken < 0 || c.OutputTokens < 0 || c.MediaTokens < 0 {
 		return cfg, fmt.Errorf("openai: Options.Counting %+v: counts must not be negative", c)
 	}
 	for m, l := range o.Models {
@@ -245,7 +245,7 @@ func (t *Transport) scopeOf(req *http.Request) (string, error) {
 // matching ErrBody, before sending anything, when a request that counts
 // tokens has a body that is not a JSON object or is larger than
 // Options.MaxBody; and with a *BillingError when the upstream answers 429
-// insufficient_quota.
+// insufficient_quota (but to OpenAI's own SDKs: see BillingError).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	k := kindOf(req.Method, req.URL.Path)
 	model := deploymentOf(req.URL.Path)
@@ -298,6 +298,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusTooManyRequests {
 		body, _ := tollgate.PeekBody(resp, maxErrorBody)
 		if isBilling(body) {
+			if retriesOnItsOwn(req) {
+				resp.Header.Set("X-Should-Retry", "false")
+				return resp, nil
+			}
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 			resp.Body.Close()
 			return nil, billingError(endpointNames[k], scope, body)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -122,8 +123,10 @@ func chat(model, content string, maxTokens int) string {
 }
 
 // estimate is what the Transport charges a body by OpenAI's rule, with
-// the defaults: a token per 4 bytes, and the allowance.
-func estimate(body string, allowance int64) int64 { return (int64(len(body))+3)/4 + allowance }
+// the defaults: a token per 4 characters, and the allowance.
+func estimate(body string, allowance int64) int64 {
+	return (int64(utf8.RuneCountInString(body))+3)/4 + allowance
+}
 
 // TestLearnsEachModelsLimits: each model spends its own buckets, whose
 // limits (less the 5% reserve) are learned from the x-ratelimit headers
@@ -246,10 +249,16 @@ func TestInsufficientQuota(t *testing.T) {
 	if n := len(h.sim.Arrivals()); n != 2 {
 		t.Errorf("%d requests reached the upstream, want 2", n)
 	}
+	// OpenAI's SDKs, which retry errors of their HTTP client, get the 429
+	// itself, marked not to be retried, its body whole.
+	resp, body, err := h.post("/v1/chat/completions", chat("gpt-4o", "hi", 10), "X-Stainless-Retry-Count", "0")
+	if err != nil || resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" || !strings.Contains(body, `"insufficient_quota"`) {
+		t.Fatalf("from an SDK: %v %v %q; want the 429 insufficient_quota, X-Should-Retry: false", resp, err, body)
+	}
 	// The same model with a key that has credits is served.
 	req, _ := http.NewRequest("POST", "https://api.openai.com/v1/chat/completions", strings.NewReader(chat("gpt-4o", "hi", 10)))
 	req.Header.Set("Authorization", "Bearer sk-other")
-	resp, err := h.tr.RoundTrip(req)
+	resp, err = h.tr.RoundTrip(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("another key: %v %v", resp, err)
 	}

@@ -115,6 +115,17 @@ func TestCheckRetry(t *testing.T) {
 			t.Errorf("%v is retried", err)
 		}
 	}
+	billing := &http.Response{StatusCode: 429, Body: io.NopCloser(strings.NewReader(bodyBilling))}
+	if retry, _ := check(context.Background(), billing, nil); retry {
+		t.Error("a 429 insufficient_quota response is retried")
+	}
+	if rest, _ := io.ReadAll(billing.Body); string(rest) != bodyBilling {
+		t.Errorf("the body left is %q", rest)
+	}
+	rate := &http.Response{StatusCode: 429, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(bodyRateTokens))}
+	if retry, _ := check(context.Background(), rate, nil); !retry {
+		t.Error("a 429 rate limit response is not left to the base policy")
+	}
 	if retry, _ := check(context.Background(), &http.Response{StatusCode: 500, Body: io.NopCloser(bytes.NewReader(nil))}, nil); !retry {
 		t.Error("a 500 is not left to the base policy")
 	}
