@@ -5,7 +5,7 @@
 // goroutines in several processes sharing one Redis. Its tests are all
 // there is to it.
 //
-// The load test scales a minute down to three seconds; to run it on the
+// The load test scales a minute down to four seconds; to run it on the
 // real clock (a minute is a minute, some four minutes in all):
 //
 //	cd clienttest && TOLLGATE_OPENAI_REALTIME=1 go test ./openai -run TestManyProcesses -v

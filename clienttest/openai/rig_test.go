@@ -204,11 +204,12 @@ func converse(ctx context.Context, c oai.Client, rng *rand.Rand) (streamed bool,
 	return true, errors.Join(s.Err(), s.Close())
 }
 
-// embed sends one to six texts for embedding.
+// embed sends one to six chunks of a document, of 40 to 440 bytes, for
+// embedding.
 func embed(ctx context.Context, c oai.Client, rng *rand.Rand) error {
 	texts := make([]string, 1+rng.IntN(6))
 	for i := range texts {
-		texts[i] = prompt(rng, 10+rng.IntN(200))
+		texts[i] = prompt(rng, 40+rng.IntN(400))
 	}
 	_, err := c.Embeddings.New(ctx, oai.EmbeddingNewParams{Model: embedModel,
 		Input: oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}})
