@@ -92,6 +92,8 @@ var suite = []struct {
 	{"HostileNames", testHostileNames},
 	{"FastPathAgreesWithGeneral", testFastPathAgrees},
 	{"UpgradeFromFormat1", testUpgradeFromFormat1},
+	{"SlicedMatchesUnsliced", testSlicedMatchesUnsliced},
+	{"RandomOperationsKeepTheLimit", testRandomOperationsKeepTheLimit},
 	{"LaterFormatRefused", testLaterFormatRefused},
 	{"Settle", testSettle},
 	{"SettleSeveralLimits", testSettleSeveralLimits},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/internal/testclock"
 	"github.com/tollgate/tollgate/internal/windowcheck"
 )
 
@@ -253,5 +254,56 @@ func testLaterFormatRefused(t *testing.T, b *backend) {
 				}
 			}
 		})
+	}
+}
+
+// testSlicedMatchesUnsliced replays one arrival sequence, on one hand-moved
+// clock, through this format's engine and format 1's (which logged every
+// call on its own): calls of random costs that often find the limit
+// reached and wait for holds. Each call is admitted by both, the sliced
+// engine at the same instant or later by at most one slice.
+func testSlicedMatchesUnsliced(t *testing.T, b *backend) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
+	clock := testclock.New(t0)
+	l := b.limiter(t, WithClock(clock.Now))
+	const units = 500
+	window := time.Second
+	slice := window / 1000
+	lim := PerWindow(units, window)
+	sliced, unsliced := scope(t, "sliced"), scope(t, "unsliced")
+	rng := rand.New(rand.NewPCG(7, 11))
+	var later, held int
+	var most time.Duration
+	for i := range 1500 {
+		clock.Add(time.Duration(rng.ExpFloat64() * float64(22*time.Millisecond))) // 95% of the limit, in bursts
+		c := charge("b", 1+rng.Int64N(20), lim)
+		old, err := format1Allow(ctx, l, unsliced, 5*window, c, strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := l.Reserve(ctx, sliced, 5*window, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !old.OK() || !r.OK() {
+			t.Fatalf("call %d: admitted by format 1 %v, by this format %v; want both", i, old.OK(), r.OK())
+		}
+		d := r.Time().Sub(old.Time())
+		if d < 0 || d > slice {
+			t.Fatalf("call %d: admitted at %v by this format, %v by format 1: want the same instant or at most a slice (%v) later",
+				i, r.Time().Sub(t0), old.Time().Sub(t0), slice)
+		}
+		if d > 0 {
+			later++
+		}
+		if old.Delay() > 0 {
+			held++
+		}
+		most = max(most, d)
+	}
+	t.Logf("of 1500 calls, %d waited for holds; %d were admitted later by the sliced engine, by at most %v", held, later, most)
+	if held < 150 {
+		t.Errorf("%d calls of 1500 waited for holds: the sequence does not reach the limit", held)
 	}
 }

@@ -69,6 +69,11 @@ local FORMAT = '2'
 
 local BATCH = 128
 
+-- The most batches of entries one call trims: a window's slices twice
+-- over, which is all a log of this format can hold; a longer log (carried
+-- over from format 1) is trimmed over several calls.
+local TRIM_BATCHES = 16
+
 -- How many slices a window holds, and the shortest slice (µs).
 local SLICES, MIN_SLICE = 1000, 1000
 
@@ -218,8 +223,10 @@ local function load(L, m)
 end
 
 -- Drop what no longer counts at cut c: the leases whose end is at or
--- before c, and the entries dated so: all of them when all is set (the
--- room is needed), else one batch.
+-- before c, and the entries dated so: all of them (up to TRIM_BATCHES)
+-- when all is set (the room is needed), else one batch. Entries left
+-- counted in the sum make it too high, never too low; fit() still finds
+-- the instant their units leave.
 local function expire(L, c, all)
   if L.leased > 0 then
     local kept, leased = {}, 0
@@ -247,8 +254,9 @@ local function expire(L, c, all)
     L.sum, L.head, L.open.u = L.leased, 0, 0
     return
   end
-  local empty = false
+  local empty, batches = false, 0
   repeat
+    batches = batches + 1
     local batch = redis.call('LRANGE', L.log, 0, BATCH - 1)
     local k = 0
     for i = 1, #batch do
@@ -265,7 +273,7 @@ local function expire(L, c, all)
     else
       L.head = entry(L.log, batch[#batch])
     end
-  until not all or empty or L.head > c
+  until not all or empty or L.head > c or batches >= TRIM_BATCHES
   if empty or listed < 0 then
     listed = 0
     L.head = L.open.u > 0 and L.open.t or 0
