@@ -24,24 +24,39 @@ const callers = 50
 // INFO commandstats): what one decision costs Redis's single thread.
 func parallel(b *testing.B, rdb *redis.Client, cmd string, op func(ctx context.Context, i int) error) {
 	b.Helper()
+	parallelBy(b, callers, rdb, cmd, op)
+}
+
+// parallelBy is parallel with n goroutines: one runs op in a loop, more
+// are rounded up to a multiple of GOMAXPROCS.
+func parallelBy(b *testing.B, n int, rdb *redis.Client, cmd string, op func(ctx context.Context, i int) error) {
+	b.Helper()
 	ctx := context.Background()
 	if rdb != nil {
 		rdb.ConfigResetStat(ctx)
 	}
-	procs := runtime.GOMAXPROCS(0)
-	b.SetParallelism((callers + procs - 1) / procs)
 	b.ReportAllocs()
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
+	if n == 1 {
+		for i := range b.N {
 			if err := op(ctx, i); err != nil {
-				b.Error(err)
-				return
+				b.Fatal(err)
 			}
-			i++
 		}
-	})
+	} else {
+		procs := runtime.GOMAXPROCS(0)
+		b.SetParallelism((n + procs - 1) / procs)
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				if err := op(ctx, i); err != nil {
+					b.Error(err)
+					return
+				}
+				i++
+			}
+		})
+	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	if rdb != nil {
 		b.ReportMetric(serverMicros(b, rdb, cmd), "redis-µs/op")
@@ -50,6 +65,11 @@ func parallel(b *testing.B, rdb *redis.Client, cmd string, op func(ctx context.C
 
 // serverMicros reads the server's time per call of cmd since the last reset.
 func serverMicros(b *testing.B, rdb *redis.Client, cmd string) float64 {
+	return commandStat(b, rdb, cmd, "usec_per_call")
+}
+
+// commandStat reads one field of cmd's line in INFO commandstats.
+func commandStat(b *testing.B, rdb *redis.Client, cmd, field string) float64 {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
@@ -58,10 +78,10 @@ func serverMicros(b *testing.B, rdb *redis.Client, cmd string) float64 {
 		if !strings.HasPrefix(line, "cmdstat_"+cmd+":") {
 			continue
 		}
-		for _, field := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
-			if v, ok := strings.CutPrefix(field, "usec_per_call="); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				return f
+		for _, f := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
+			if v, ok := strings.CutPrefix(f, field+"="); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				return n
 			}
 		}
 	}
