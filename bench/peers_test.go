@@ -21,7 +21,8 @@ const callers = 50
 
 // parallel runs op from callers goroutines and reports decisions/s, and,
 // given a client, the server's own time per call of the command cmd (from
-// INFO commandstats): what one decision costs Redis's single thread.
+// INFO commandstats) and its main thread's CPU time per op (INFO cpu):
+// what one decision costs Redis's single thread.
 func parallel(b *testing.B, rdb *redis.Client, cmd string, op func(ctx context.Context, i int) error) {
 	b.Helper()
 	parallelBy(b, callers, rdb, cmd, op)
@@ -32,8 +33,10 @@ func parallel(b *testing.B, rdb *redis.Client, cmd string, op func(ctx context.C
 func parallelBy(b *testing.B, n int, rdb *redis.Client, cmd string, op func(ctx context.Context, i int) error) {
 	b.Helper()
 	ctx := context.Background()
+	var cpu float64
 	if rdb != nil {
 		rdb.ConfigResetStat(ctx)
+		cpu = serverCPU(b, rdb)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -60,7 +63,31 @@ func parallelBy(b *testing.B, n int, rdb *redis.Client, cmd string, op func(ctx 
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	if rdb != nil {
 		b.ReportMetric(serverMicros(b, rdb, cmd), "redis-µs/op")
+		b.ReportMetric((serverCPU(b, rdb)-cpu)/float64(b.N), "redis-cpu-µs/op")
 	}
+}
+
+// serverCPU reads the CPU time (µs) Redis's main thread has used: reading
+// requests, running commands, writing replies. Unlike the commands' own
+// times it does not count the moments the thread waited for a core, so it
+// holds steadier on a shared machine.
+func serverCPU(b *testing.B, rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user_main_thread" || k == "used_cpu_sys_main_thread") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s", line)
+			}
+			total += f * 1e6
+		}
+	}
+	return total
 }
 
 // serverMicros reads the server's time per call of cmd since the last reset.
