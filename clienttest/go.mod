@@ -5,6 +5,8 @@ go 1.26.0
 replace github.com/tollgate/tollgate => ../
 
 require (
+	github.com/openai/openai-go/v3 v3.96.0
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/tollgate/tollgate v0.0.0-00010101000000-000000000000
 	golang.org/x/oauth2 v0.37.0
 	google.golang.org/api v0.309.0
@@ -24,8 +26,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.23 // indirect
 	github.com/googleapis/gax-go/v2 v2.26.2 // indirect
-	github.com/openai/openai-go/v3 v3.96.0 // indirect
-	github.com/redis/go-redis/v9 v9.22.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
