@@ -446,3 +446,39 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("scope %q: want a credential hash and a model hash", last.Scope)
 	}
 }
+
+// TestNewTransportRefusesWhatCannotWork: a configuration that cannot work
+// fails when it is built, and leaves no Transport behind.
+func TestNewTransportRefusesWhatCannotWork(t *testing.T) {
+	var nilClient *redis.Client
+	cases := []struct {
+		name string
+		rdb  redis.UniversalClient
+		opts openai.Options
+	}{
+		{"a typed-nil *redis.Client", nilClient, openai.Options{}},
+		{"negative limits", nil, openai.Options{Limits: openai.Limits{TPM: -1}}},
+		{"a model's negative limits", nil, openai.Options{Models: map[string]openai.Limits{"gpt-4o": {RPD: -5}}}},
+		{"a model with no name", nil, openai.Options{Models: map[string]openai.Limits{"": {RPM: 5}}}},
+		{"negative counts", nil, openai.Options{Counting: openai.Counting{OutputTokens: -1}}},
+		{"a negative minute", nil, openai.Options{Minute: -time.Second}},
+		{"a negative MaxBody", nil, openai.Options{MaxBody: -1}},
+		{"a reserve of 100%", nil, openai.Options{ReservePercent: 100}},
+		{"Base set twice", nil, openai.Options{Tollgate: tollgate.Config{Base: http.DefaultTransport}}},
+		{"buckets of its own", nil, openai.Options{Tollgate: tollgate.Config{Buckets: map[string]tollgate.Bucket{}}}},
+		{"an upstream reader of its own", nil, openai.Options{Tollgate: tollgate.Config{Upstream: tollgate.DefaultUpstream}}},
+		{"FailLocal with no Local", nil, openai.Options{Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnOutage: tollgate.FailLocal}, nil)}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := openai.NewTransport(c.rdb, &c.opts)
+			if err == nil {
+				tr.Close()
+				t.Fatal("NewTransport: no error")
+			}
+			if tr != nil || !strings.HasPrefix(err.Error(), "openai: ") {
+				t.Errorf("NewTransport returned %v, %q; want no Transport and an error that names the package", tr, err)
+			}
+		})
+	}
+}
