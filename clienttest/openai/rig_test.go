@@ -93,7 +93,10 @@ func child(raw string) int {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = cfg.Workers
 	tr, err := openai.NewTransport(rdb, &openai.Options{Base: base, Minute: cfg.Minute,
-		Tollgate: tollgate.Config{Transit: cfg.Transit}})
+		Tollgate: tollgate.Config{Transit: cfg.Transit,
+			// A turn may come a whole minute (and Transit) away: longer than
+			// DefaultMaxWait on the real clock.
+			Policy: tollgate.Policies(tollgate.Policy{MaxWait: 2 * cfg.Minute}, nil)}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 3
