@@ -10,7 +10,7 @@
 //   - Primary limits per resource
 //     (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api):
 //     core 5,000 requests an hour (anonymous: 60), search 30 a minute
-//     (anonymous: 10), code_search 9 a minute
+//     (anonymous: 10), code_search 10 a minute
 //     (https://docs.github.com/en/rest/search/search#rate-limit), graphql
 //     5,000 points an hour
 //     (https://docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api).
@@ -97,7 +97,7 @@ const (
 	defaultAnonymousCore   = 60
 	defaultSearch          = 30
 	defaultAnonymousSearch = 10
-	defaultCodeSearch      = 9
+	defaultCodeSearch      = 10
 	defaultGraphQL         = 5000
 	defaultRESTPoints      = 900
 	defaultGraphQLPoints   = 2000
@@ -284,19 +284,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGraphQL(w, r, token)
 		return
 	}
-	req := restRequest(r)
+	u, head, ok := s.enter(w, r, token, restRequest(r))
+	defer s.leave(u)
+	if ok {
+		s.serveREST(w, r, u, head)
+	}
+}
+
+// enter counts a request into flight and meters it. It answers a request
+// a limit refuses, reporting false; otherwise it waits for the request's
+// latency and returns the headers to answer with. The caller calls leave
+// when the request is answered.
+func (s *Server) enter(w http.ResponseWriter, r *http.Request, token string, req request) (*user, http.Header, bool) {
 	s.mu.Lock()
 	u := s.userOf(token)
 	s.fly(u, 1)
-	defer s.leave(u)
 	refusal, head := s.admit(u, req)
 	s.mu.Unlock()
 	if refusal != nil {
 		refusal.write(w, head, s.cfg.Status)
-		return
+		return u, head, false
 	}
 	s.wait(r)
-	s.serveREST(w, r, u, head)
+	return u, head, true
 }
 
 // fly counts a request into flight (n = 1) or out of it (-1), and the

@@ -113,7 +113,7 @@ func TestResources(t *testing.T) {
 			t.Errorf("search %d: %s, resource %q; want %d", i, resp.Status, resp.Header.Get("X-RateLimit-Resource"), want)
 		}
 	}
-	if resp, _ := call(t, api, "GET", "/search/code?q=x", "tok", ""); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Resource") != "code_search" || header(resp, "X-RateLimit-Limit") != 9 {
+	if resp, _ := call(t, api, "GET", "/search/code?q=x", "tok", ""); resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Resource") != "code_search" || header(resp, "X-RateLimit-Limit") != 10 {
 		t.Errorf("code search: %s, resource %q, limit %s", resp.Status, resp.Header.Get("X-RateLimit-Resource"), resp.Header.Get("X-RateLimit-Limit"))
 	}
 	resp, body := call(t, api, "GET", "/rate_limit", "tok", "")

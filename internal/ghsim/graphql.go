@@ -61,17 +61,11 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request, token stri
 	if op != nil && op.Type == "mutation" {
 		req.points, req.content = 5, true
 	}
-	s.mu.Lock()
-	u := s.userOf(token)
-	s.fly(u, 1)
+	u, head, ok := s.enter(w, r, token, req)
 	defer s.leave(u)
-	refusal, head := s.admit(u, req)
-	s.mu.Unlock()
-	if refusal != nil {
-		refusal.write(w, head, s.cfg.Status)
+	if !ok {
 		return
 	}
-	s.wait(r)
 	for k, v := range head {
 		w.Header()[k] = v
 	}

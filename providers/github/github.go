@@ -5,7 +5,7 @@
 //     (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api):
 //     core, 5,000 requests an hour (60 for unauthenticated requests, which
 //     share one scope); search, 30 a minute (10 unauthenticated); code
-//     search, 9 a minute (https://docs.github.com/en/rest/search/search#rate-limit);
+//     search, 10 a minute (https://docs.github.com/en/rest/search/search#rate-limit);
 //     graphql, 5,000 points an hour
 //     (https://docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api).
 //     Every response announces its resource's limit, what is left and
@@ -43,7 +43,7 @@ const (
 	Core = "core"
 	// Search is the search resource: searches other than code, 30 a minute.
 	Search = "search"
-	// CodeSearch is the code_search resource: GET /search/code, 9 a minute.
+	// CodeSearch is the code_search resource: GET /search/code, 10 a minute.
 	CodeSearch = "code_search"
 	// GraphQL is the graphql resource: 5,000 points an hour.
 	GraphQL = "graphql"
@@ -70,7 +70,7 @@ const (
 	defaultAnonymousCore   = 60   // requests an hour (REST page, unauthenticated)
 	defaultSearch          = 30   // a minute (search page, authenticated)
 	defaultAnonymousSearch = 10   // a minute (search page, unauthenticated)
-	defaultCodeSearch      = 9    // a minute (search page: "limits you to 9 requests per minute")
+	defaultCodeSearch      = 10   // a minute (search page: "limits you to 10 requests per minute")
 	defaultGraphQL         = 5000 // points an hour (GraphQL page, users)
 	defaultRESTPoints      = 900  // points a minute (secondary limits)
 	defaultGraphQLPoints   = 2000 // points a minute (secondary limits)

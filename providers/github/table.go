@@ -68,7 +68,7 @@ func Table() costs.Spec {
 		add("POST "+prefix+"/markdown", endpointRender, write)
 		add("POST "+prefix+"/markdown/raw", endpointRender, write)
 		add("GET "+prefix+"/search/", endpointSearch, search(Search))       // search: 30 a minute
-		add("GET "+prefix+"/search/code", endpointCode, search(CodeSearch)) // search: code, 9 a minute
+		add("GET "+prefix+"/search/code", endpointCode, search(CodeSearch)) // search: code, 10 a minute
 		add("GET "+prefix+"/rate_limit", endpointRate, rate)                // ratelimit: no primary cost
 	}
 	add("/", endpointWrite, write) // secondary: PATCH, PUT, DELETE 5 points
