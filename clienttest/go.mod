@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/tollgate/tollgate => ../
 
 require (
+	github.com/google/go-github/v75 v75.0.0
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/tollgate/tollgate v0.0.0-00010101000000-000000000000
@@ -22,6 +23,7 @@ require (
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/google/s2a-go v0.1.11 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.23 // indirect
