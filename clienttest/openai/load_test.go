@@ -61,6 +61,8 @@ func TestManyProcesses(t *testing.T) {
 		cmds, outs = append(cmds, cmd), append(outs, &out)
 	}
 	var calls, streamed, cut int
+	var firstCut time.Time // the first worker to stop
+	var firstCutWait time.Duration
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("worker process %d: %v", i, err)
@@ -71,12 +73,16 @@ func TestManyProcesses(t *testing.T) {
 		}
 		for _, r := range rs {
 			calls, streamed, cut = calls+r.Calls, streamed+r.Streamed, cut+r.Cut
+			if !r.CutAt.IsZero() && (firstCut.IsZero() || r.CutAt.Before(firstCut)) {
+				firstCut, firstCutWait = r.CutAt, r.CutWait
+			}
 			if r.Failed > 0 {
 				t.Errorf("process %d worker %d: %d failures, first: %s", r.Process, r.Worker, r.Failed, r.FirstErr)
 			}
 		}
 	}
-	t.Logf("%d calls answered (%d streamed), %d cut off by the end of the run", calls, streamed, cut)
+	t.Logf("%d calls answered (%d streamed), %d cut off by the end of the run, the first %v after the start (its turn %v away)",
+		calls, streamed, cut, firstCut.Sub(start).Round(time.Millisecond), firstCutWait.Round(time.Millisecond))
 
 	arrivals := sim.Arrivals()
 	byModel := map[string][]oaisim.Arrival{}
@@ -108,14 +114,17 @@ func TestManyProcesses(t *testing.T) {
 		first := as[0].At
 		minutes := int64(as[len(as)-1].At.Sub(first) / minute)
 		var total int64
+		perMinute := make([]int64, minutes+1)
 		for _, a := range as {
-			if a.At.Before(first.Add(time.Duration(minutes) * minute)) {
+			k := a.At.Sub(first) / minute
+			perMinute[k] += a.Tokens
+			if int64(k) < minutes {
 				total += a.Tokens
 			}
 		}
 		used := float64(total) / float64(minutes*lim.TPM)
-		t.Logf("%s: %d requests; at most %d tokens (TPM %d) and %d requests (RPM %d) in a minute; %d tokens in the first %d whole minutes, %.1f%% of what the TPM allows",
-			model, len(as), mostTokens, lim.TPM, mostRequests, lim.RPM, total, minutes, 100*used)
+		t.Logf("%s: %d requests; at most %d tokens (TPM %d) and %d requests (RPM %d) in a minute; %d tokens in the first %d whole minutes (%v, then %d), %.1f%% of what the TPM allows",
+			model, len(as), mostTokens, lim.TPM, mostRequests, lim.RPM, total, minutes, perMinute[:minutes], perMinute[minutes], 100*used)
 		if mostTokens > lim.TPM || mostRequests > lim.RPM {
 			t.Errorf("%s: a minute held %d tokens and %d requests, over the limits %d and %d", model, mostTokens, mostRequests, lim.TPM, lim.RPM)
 		}

@@ -54,11 +54,13 @@ type childConfig struct {
 // workerResult is what one worker goroutine did.
 type workerResult struct {
 	Process, Worker int
-	Calls           int    // answered
-	Streamed        int    // of those, streamed
-	Cut             int    // 1 when tollgate refused its last call, whose turn came after the run's end
-	Failed          int    // anything else
-	FirstErr        string `json:",omitempty"`
+	Calls           int           // answered
+	Streamed        int           // of those, streamed
+	Cut             int           // 1 when tollgate refused its last call, whose turn came after the run's end
+	CutAt           time.Time     `json:",omitzero"` // when
+	CutWait         time.Duration `json:",omitzero"` // and how far its turn was
+	Failed          int           // anything else
+	FirstErr        string        `json:",omitempty"`
 }
 
 func TestMain(m *testing.M) {
@@ -132,6 +134,10 @@ func child(raw string) int {
 					}
 				case ctx.Err() != nil || errors.As(err, &qe) && !qe.Upstream && time.Now().Add(qe.RetryAfter).After(end):
 					res.Cut++ // its turn comes after the run: this worker is done
+					res.CutAt = time.Now()
+					if qe != nil {
+						res.CutWait = qe.RetryAfter
+					}
 					return
 				default:
 					res.Failed++
