@@ -6,7 +6,7 @@
 // there is to it.
 //
 // The load test scales a minute down to four seconds; to run it on the
-// real clock (a minute is a minute, some four minutes in all):
+// real clock (a minute is a minute, some three minutes in all):
 //
 //	cd clienttest && TOLLGATE_OPENAI_REALTIME=1 go test ./openai -run TestManyProcesses -v
 package openai
