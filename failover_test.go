@@ -38,6 +38,7 @@ func TestClusterFailover(t *testing.T) {
 // with window long enough that none has left its log by the end.
 func clusterFailover(t *testing.T, limit int64, window time.Duration, durable quota.Option) {
 	cluster := redistest.StartCluster(t, 3, 1)
+	cluster.WaitReplicasSynced(t)
 	rc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: cluster.Addrs, DialTimeout: 200 * time.Millisecond, DialerRetries: 1, MaxRetries: 2,
 		ReadTimeout: time.Second, WriteTimeout: time.Second,

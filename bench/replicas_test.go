@@ -20,6 +20,7 @@ import (
 // ns/op is the latency of one decision.
 func BenchmarkReplicas(b *testing.B) {
 	cluster := redistest.StartCluster(b, 3, 1)
+	cluster.WaitReplicasSynced(b)
 	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs, PoolSize: callers})
 	b.Cleanup(func() { rc.Close() })
 	c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Minute)}}
@@ -32,7 +33,7 @@ func BenchmarkReplicas(b *testing.B) {
 		opts []quota.Option
 	}{
 		{"plain", nil},
-		{"wait-1", []quota.Option{quota.WithReplicas(1, 100*time.Millisecond)}},
+		{"wait-1", []quota.Option{quota.WithReplicas(1, 500*time.Millisecond)}},
 	} {
 		lim := limiter(b, rc, tc.opts...)
 		b.Run(tc.name+"/callers", func(b *testing.B) {

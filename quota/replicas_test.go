@@ -164,6 +164,7 @@ func TestReplicasHaveEveryDecision(t *testing.T) {
 // nothing.
 func TestReplicasOnTheScopesMaster(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3, 1)
+	cluster.WaitReplicasSynced(t)
 	cc := cluster.Client(t)
 	ctx := context.Background()
 	l := mustNew(t, cc, WithReplicas(1, time.Second))

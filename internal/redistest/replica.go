@@ -76,3 +76,26 @@ func (s *Server) ReadOnlyClient(tb testing.TB) *redis.Client {
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// WaitReplicasSynced waits until every running replica of the cluster has
+// its link to its master up and its first sync done: a cluster reports ok
+// before then, and a WAIT counts only the replicas that are synced.
+func (c *Cluster) WaitReplicasSynced(tb testing.TB) {
+	tb.Helper()
+	for _, s := range c.Nodes {
+		if !s.running() {
+			continue
+		}
+		cl := redis.NewClient(s.ClientOptions())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := cl.Info(ctx, "replication").Result()
+		cancel()
+		cl.Close()
+		if err != nil {
+			tb.Fatalf("redistest: INFO replication on %s: %v", s.Addr, err)
+		}
+		if strings.Contains(info, "role:slave") {
+			s.WaitSynced(tb)
+		}
+	}
+}
