@@ -227,7 +227,8 @@ func TestTransportUnderACL(t *testing.T) {
 // TestTwoApplicationsOnOneRedis: two applications share a Redis, each
 // with its own prefix and its own user. Each counts only its own calls,
 // neither can read, write or subscribe to what the other keeps, and every
-// key either writes lies under its own prefix.
+// key either writes lies under its own prefix. Only key names leak, to a
+// user allowed SCAN.
 func TestTwoApplicationsOnOneRedis(t *testing.T) {
 	s := redistest.StartWith(t, redistest.Options{Password: adminPassword})
 	apps := []struct{ user, prefix string }{{"app-a", "app-a:"}, {"app-b", "app-b:"}}
@@ -289,6 +290,17 @@ func TestTwoApplicationsOnOneRedis(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "NOPERM") {
 			t.Errorf("%s of app-b's %s as app-a: %v, want NOPERM", name, bKey, err)
 		}
+	}
+	// A user allowed SCAN lists the names under b's prefix, though it
+	// may read none of them: Redis does not filter a command without key
+	// arguments by key patterns. The README says so.
+	s.SetUser(t, apps[0].user, "+scan")
+	names, _, err := a.Scan(ctx, 0, "app-b:*", 1000).Result()
+	if err != nil || !slices.Contains(names, bKey) {
+		t.Errorf("SCAN of app-b's names as app-a with +scan: %v, %v; want %s listed", names, err, bKey)
+	}
+	if err := a.Get(ctx, bKey).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("GET of a name SCAN listed: %v, want NOPERM", err)
 	}
 	// b's limiter, under a's user, is refused with quota.ErrPermission.
 	lim := limiterOn(t, a, quota.WithPrefix("app-b:"), quota.WithPipelines(0))
