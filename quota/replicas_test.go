@@ -150,7 +150,7 @@ func TestReplicasHaveEveryDecision(t *testing.T) {
 	}
 
 	replica.Restart(t)
-	replica.WaitSynced(t)
+	master.WaitOnline(t, replica)
 	if err := shared.Ping(ctx, "gone"); err != nil {
 		t.Errorf("Ping with the replica back: %v", err)
 	}

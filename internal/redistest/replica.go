@@ -19,8 +19,33 @@ func (s *Server) StartReplica(tb testing.TB) *Server {
 		tb.Fatal("redistest: StartReplica of a TLS server is not supported")
 	}
 	r := start(tb, false, Options{Password: s.Password, Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(s.Port)}})
-	r.WaitSynced(tb)
+	s.WaitOnline(tb, r)
 	return r
+}
+
+// WaitOnline waits, up to 10 seconds, until replica has synced with s and
+// s counts it online. After a diskless sync a master puts its replica
+// online only at the replica's first acknowledgement, up to a second
+// later; until then a WAIT on the master does not count it.
+func (s *Server) WaitOnline(tb testing.TB, replica *Server) {
+	tb.Helper()
+	replica.WaitSynced(tb)
+	c := redis.NewClient(s.ClientOptions())
+	defer c.Close()
+	online := "port=" + strconv.Itoa(replica.Port) + ",state=online"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := c.Info(ctx, "replication").Result()
+		cancel()
+		if err == nil && strings.Contains(info, online) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: %s does not count replica %s online after 10s: %v %s", s.Addr, replica.Addr, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // WaitSynced waits, up to 10 seconds, until the replica's link to its
@@ -78,8 +103,9 @@ func (s *Server) ReadOnlyClient(tb testing.TB) *redis.Client {
 }
 
 // WaitReplicasSynced waits until every running replica of the cluster has
-// its link to its master up and its first sync done: a cluster reports ok
-// before then, and a WAIT counts only the replicas that are synced.
+// synced with its master and its master counts it online (see
+// WaitOnline): a cluster reports ok before then, and a WAIT counts only
+// the replicas that are online.
 func (c *Cluster) WaitReplicasSynced(tb testing.TB) {
 	tb.Helper()
 	for _, s := range c.Nodes {
@@ -94,8 +120,18 @@ func (c *Cluster) WaitReplicasSynced(tb testing.TB) {
 		if err != nil {
 			tb.Fatalf("redistest: INFO replication on %s: %v", s.Addr, err)
 		}
-		if strings.Contains(info, "role:slave") {
-			s.WaitSynced(tb)
+		if !strings.Contains(info, "role:slave") {
+			continue
 		}
+		var master *Server
+		for _, m := range c.Nodes {
+			if strings.Contains(info, "master_port:"+strconv.Itoa(m.Port)+"\r") {
+				master = m
+			}
+		}
+		if master == nil {
+			tb.Fatalf("redistest: the master of replica %s is no node of the cluster: %s", s.Addr, info)
+		}
+		master.WaitOnline(tb, s)
 	}
 }
