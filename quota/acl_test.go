@@ -93,7 +93,8 @@ func TestPermissionRefused(t *testing.T) {
 		{"a key outside the prefix", "tollgate", userPassword, []Option{WithPrefix("other:")}, allow,
 			[]string{"quota: reserve: redis refuses a permission tollgate needs: NOPERM", "keys", "under the limiter's prefix"}},
 		{"a command a script runs", without("nozadd", "+zadd"), userPassword, nil, slot,
-			[]string{"quota: slot: redis refuses a permission tollgate needs: ERR The user executing the script can't run this command", "zadd"}},
+			[]string{"quota: slot: redis refuses a permission tollgate needs: ERR The user executing the script can't run this command or subcommand: zadd",
+				"grant the user +zadd"}},
 		{"a command the limiter sends", without("noevalsha", "+evalsha"), userPassword, nil, allow,
 			[]string{"NOPERM this user has no permissions to run the 'evalsha' command"}},
 		{"a wrong password", "tollgate", "not-the-password", nil, allow,
@@ -145,3 +146,26 @@ func TestACLLineGrantsWhatTheScriptsRun(t *testing.T) {
 		t.Errorf("found %d commands in the scripts: %v; the reading of the scripts is broken", len(scriptCommands()), scriptCommands())
 	}
 }
+
+// TestPermissionRefusedInAnUnknownScript: a refusal inside a script that
+// is not the limiter's, or at a line with no command, names every command
+// the limiter's scripts run, since Redis 7.0 names none.
+func TestPermissionRefusedInAnUnknownScript(t *testing.T) {
+	for _, script := range []string{strings.Repeat("0", 40) + ", on @user_script:3", reserveScript.Hash() + ", on @user_script:1"} {
+		err := asPermissionError("reserve", serverError("ERR The user executing the script can't run this command or subcommand script: "+script+"."))
+		if err == nil || !errors.Is(err, ErrPermission) {
+			t.Fatalf("%s: %v, want an error matching ErrPermission", script, err)
+		}
+		if !strings.HasSuffix(err.Error(), "run "+strings.Join(scriptCommands(), " ")+")") || strings.Contains(err.Error(), script) {
+			t.Errorf("%s: %q, want every command the scripts run named, and no hash", script, err)
+		}
+	}
+}
+
+// serverError is an error as Redis answers it (a redis.Error).
+type serverError string
+
+func (e serverError) Error() string { return string(e) }
+
+// RedisError marks serverError as a redis.Error.
+func (serverError) RedisError() {}

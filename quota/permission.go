@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -36,8 +37,10 @@ func (e *permissionError) Is(target error) bool { return target == ErrPermission
 // asPermissionError finds an access-control refusal in what Redis
 // answered: NOPERM for a command, key or channel of the call itself,
 // "ERR The user executing the script can't ..." for one inside a script
-// (Redis 7.0 does not say which, so the error lists what the scripts
-// run), and WRONGPASS or NOAUTH for credentials.
+// (Redis 7.0 does not name the command, only the script's hash and line:
+// the error names the commands on that line, or, for a script it does
+// not know, every command the scripts run), and WRONGPASS or NOAUTH for
+// credentials.
 func asPermissionError(op string, err error) *permissionError {
 	var re redis.Error
 	if !errors.As(err, &re) {
@@ -52,11 +55,21 @@ func asPermissionError(op string, err error) *permissionError {
 		e.needs = "grant the user the rules of the ACL SETUSER line in tollgate's README: " +
 			"keys and channels under the limiter's prefix, and the commands it names"
 	case strings.Contains(msg, "The user executing the script can't"):
+		cmds := refusedCommands(msg)
 		if i := strings.Index(msg, " script: "); i >= 0 {
 			e.refusal = msg[:i] // drop the script's hash and line
 		}
-		e.needs = "tollgate's scripts use keys and channels under the limiter's prefix and run " +
-			strings.Join(scriptCommands(), " ")
+		switch {
+		case len(cmds) == 0:
+			e.needs = "tollgate's scripts use keys and channels under the limiter's prefix and run " +
+				strings.Join(scriptCommands(), " ")
+		case strings.Contains(msg, "run this command"):
+			e.refusal += ": " + strings.Join(cmds, ", ")
+			e.needs = "grant the user +" + strings.Join(cmds, " +") + ", as the ACL SETUSER line in tollgate's README does"
+		default: // a key or channel of the command
+			e.refusal += ": " + strings.Join(cmds, ", ")
+			e.needs = "grant the user the keys and channels under the limiter's prefix, as the ACL SETUSER line in tollgate's README does"
+		}
 	default:
 		return nil
 	}
@@ -64,18 +77,58 @@ func asPermissionError(op string, err error) *permissionError {
 }
 
 //go:embed *.lua
-var scriptSources embed.FS
+var luaFiles embed.FS
+
+// callPattern finds the command of each redis.call and redis.pcall.
+var callPattern = regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"]`)
+
+// sources keeps the source of every script the limiter runs, by its SHA-1,
+// so that a refusal inside one can be traced to the command refused.
+var sources sync.Map
+
+// newScript is redis.NewScript, keeping the script's source in sources.
+func newScript(src string) *redis.Script {
+	s := redis.NewScript(src)
+	sources.Store(s.Hash(), src)
+	return s
+}
+
+// refusedAt finds the script and line in a refusal inside a script.
+var refusedAt = regexp.MustCompile(`script: ([0-9a-f]{40}), on @user_script:([0-9]+)`)
+
+// refusedCommands returns, in lower case, the commands on the line of the
+// script that a refusal inside a script points at, or nil when the script
+// or the line is not one of the limiter's.
+func refusedCommands(msg string) []string {
+	m := refusedAt.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	src, ok := sources.Load(m[1])
+	if !ok {
+		return nil
+	}
+	line, err := strconv.Atoi(m[2])
+	lines := strings.Split(src.(string), "\n")
+	if err != nil || line < 1 || line > len(lines) {
+		return nil
+	}
+	var out []string
+	for _, c := range callPattern.FindAllStringSubmatch(lines[line-1], -1) {
+		out = append(out, strings.ToLower(c[1]))
+	}
+	return out
+}
 
 // scriptCommands lists, in lower case and sorted, every command the
 // limiter's scripts run: what a Redis user must be allowed besides EVALSHA
 // and EVAL.
 var scriptCommands = sync.OnceValue(func() []string {
-	call := regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"]`)
-	files, _ := scriptSources.ReadDir(".")
+	files, _ := luaFiles.ReadDir(".")
 	var out []string
 	for _, f := range files {
-		src, _ := scriptSources.ReadFile(f.Name())
-		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+		src, _ := luaFiles.ReadFile(f.Name())
+		for _, m := range callPattern.FindAllStringSubmatch(string(src), -1) {
 			out = append(out, strings.ToLower(m[1]))
 		}
 	}
