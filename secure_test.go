@@ -63,6 +63,43 @@ func secureTable(t *testing.T) *costs.Table {
 	return tab
 }
 
+// TestRequirepassInTheURL: a Redis with only requirepass, reached with
+// the password in the URL (redis://:PASSWORD@host:port). Decisions work;
+// a wrong password is quota.ErrPermission, not an outage, and is not
+// shown in the error.
+func TestRequirepassInTheURL(t *testing.T) {
+	s := redistest.StartWith(t, redistest.Options{Password: adminPassword})
+	url := s.URL("", adminPassword)
+	if !strings.HasPrefix(url, "redis://:"+adminPassword+"@") {
+		t.Fatalf("URL %q does not carry the password alone", url)
+	}
+	up := newUpstream(t)
+	for _, tc := range []struct {
+		name, password string
+		want           error
+	}{{"the password", adminPassword, nil}, {"a wrong password", "not-the-password", quota.ErrPermission}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTransport(t, tollgate.Config{
+				Limiter: limiterOn(t, quickUser(t, s, "", tc.password)), Costs: table(t), Buckets: buckets(100, time.Hour),
+				Policy: tollgate.Policies(tollgate.Policy{OnOutage: tollgate.FailOpen}, nil),
+			})
+			_, err := get(t, tr, up.URL+"/v1/items")
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("GET: %v, want %v", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), tc.password) {
+				t.Errorf("the error %q shows the password", err)
+			}
+		})
+	}
+	if up.count() != 1 {
+		t.Errorf("the upstream received %d requests; want the one admitted", up.count())
+	}
+	if n := s.Calls(t)["evalsha"] + s.Calls(t)["eval"]; n == 0 {
+		t.Error("Redis decided nothing")
+	}
+}
+
 // TestTransportUnderACL runs every kind of call a Transport makes through
 // a Redis that speaks TLS only, as the README's least-privileged user:
 // decisions, a hold, a settlement, leases, a cap whose waiter is woken, a
