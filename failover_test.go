@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +110,7 @@ func clusterFailover(t *testing.T, limit int64, window time.Duration, durable qu
 	}
 	time.Sleep(time.Second)
 	others := w.finish()
-	lost, admitted, ok := lostDecisions(t, rc, scope, window, d.list())
+	lost, admitted, ok := lostDecisions(t, tr, scope, window, d.list())
 	switch {
 	case durable != nil && !ok:
 		t.Errorf("the run outlasted its window of %v: the count cannot show what was lost", window)
@@ -175,42 +174,25 @@ func waitRole(t *testing.T, node *redistest.Server, role string) {
 }
 
 // lostDecisions compares the decisions Redis admitted for the pool of
-// scope, one unit each, with the units the pool's window counts on the
-// scope's master now (the sum in its meta: Redis format 2 merges calls by
+// scope, one unit each, with the units the pool's window counts now on
+// the scope's master, as tr reads them (Redis format 2 merges calls by
 // slice, so single decisions cannot be told apart, but none leaves the
 // count before the window has passed). It returns how many admitted
 // decisions the count lacks and how many were admitted, or ok false when
 // the oldest of them is no longer in the window, and the count says
 // nothing of it.
-func lostDecisions(t *testing.T, rc *redis.ClusterClient, scope string, window time.Duration, all []tollgate.Decision) (lost, admitted int64, ok bool) {
+func lostDecisions(t *testing.T, tr *tollgate.Transport, scope string, window time.Duration, all []tollgate.Decision) (lost, admitted int64, ok bool) {
 	t.Helper()
-	ctx := context.Background()
-	rc.ReloadState(ctx)
-	var node *redis.Client
-	var keys []string
+	var usage []quota.Usage
 	var err error
-	for range 50 { // until the reloaded slot map names the new master
-		if node, err = rc.MasterForKey(ctx, "{"+scope+"}"); err == nil {
-			if keys, err = node.Keys(ctx, quota.DefaultPrefix+"{"+scope+"}:pool:*:meta").Result(); err == nil {
-				break
-			}
+	for range 50 { // until the client's slot map names the new master
+		if usage, err = tr.Usage(context.Background(), scope, "pool"); err == nil {
+			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil || len(keys) != 1 {
-		t.Fatalf("the pool's meta of %q: %v, %v", scope, keys, err)
-	}
-	meta, err := node.Get(ctx, keys[0]).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := strings.Split(strings.SplitN(meta, ";", 2)[0], ":")
-	if len(fields) < 3 || fields[0] != "#2" {
-		t.Fatalf("meta %q is not of Redis format 2", meta)
-	}
-	counted, err := strconv.ParseInt(fields[2], 10, 64)
-	if err != nil {
-		t.Fatalf("meta %q: %v", meta, err)
+	if err != nil || len(usage) != 1 {
+		t.Fatalf("the pool's usage in %q: %+v, %v", scope, usage, err)
 	}
 	oldest := time.Now()
 	for _, ev := range all {
@@ -224,5 +206,5 @@ func lostDecisions(t *testing.T, rc *redis.ClusterClient, scope string, window t
 	if time.Since(oldest) > window-time.Second {
 		return 0, admitted, false
 	}
-	return max(admitted-counted, 0), admitted, true
+	return max(admitted-usage[0].Used, 0), admitted, true
 }

@@ -54,10 +54,10 @@ func countedOn(ctx context.Context, node redis.Cmdable, l *Limiter, scope string
 		return 0, err
 	}
 	fields := strings.Split(strings.SplitN(meta, ";", 2)[0], ":")
-	if len(fields) < 3 || fields[0] != "#2" {
+	if len(fields) < 4 || fields[0] != "#2" { // "#2:<until>:<end>:<sum>:..." (keys.go)
 		return 0, errors.New("meta " + meta + " is not of format 2")
 	}
-	return strconv.ParseInt(fields[2], 10, 64)
+	return strconv.ParseInt(fields[3], 10, 64)
 }
 
 // decideEverywhere runs 16 goroutines per limiter deciding calls of one
