@@ -110,13 +110,15 @@ func (r settledRun) utilization(lim Limit) float64 {
 // true cost settle every call; the true units in any window never exceed
 // the limit (no call here costs more than its estimate), and the limit is
 // used at least 85% by true cost under saturation, where charging the
-// estimates alone uses about a sixth of it. The limit is 50 times callers
-// times the largest estimate, so that few calls wait on holds dated from
-// estimates (see README: Settlement). The figures are checked on real
-// Redis servers.
+// estimates alone uses about a sixth of it. The limit is 25 times callers
+// times the largest estimate: large enough that few calls wait on holds
+// dated from estimates (see README: Settlement), small enough that four
+// callers saturate it on a loaded machine under the race detector (at
+// twice that, they did not always). The figures are checked on real Redis
+// servers.
 func testExactWithSettlement(t *testing.T, b *backend) {
 	const callers = 4
-	lim := PerWindow(50*callers*30, 500*time.Millisecond)
+	lim := PerWindow(25*callers*30, 500*time.Millisecond)
 	settled := runSettling(t, b.limiter(t), scope(t, "settled"), lim, callers, true)
 	if most, at := windowcheck.Most(settled.calls, lim.Window); most > lim.Units {
 		t.Errorf("a window ending %v held %d settled units, over the limit of %d", at, most, lim.Units)
