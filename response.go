@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -40,7 +41,8 @@ func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Res
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		for _, b := range buckets {
-			if err := o.by.lim.Pause(pctx, qe.Scope, b, v.Pause); err != nil {
+			reason := pauseReason("the upstream answered " + strconv.Itoa(resp.StatusCode) + " to " + c.endpoint.Name)
+			if _, err := o.by.lim.PauseBecause(pctx, qe.Scope, b, v.Pause, reason); err != nil {
 				t.log(ctx, slog.LevelWarn, "tollgate: could not record the upstream's quota signal",
 					slog.String("scope", qe.Scope), slog.String("bucket", b), slog.Any("err", err))
 			}

@@ -41,6 +41,10 @@ var (
 	pausePart string
 	//go:embed announce.lua
 	announcePart string
+	//go:embed control.lua
+	controlPart string
+	//go:embed inspect.lua
+	inspectPart string
 )
 
 var (
@@ -66,4 +70,10 @@ var (
 	announceScript = redis.NewScript(clockPart + logPart + announcePart)
 	// pauseScript sets a pause; it needs only the clock.
 	pauseScript = redis.NewScript(clockPart + pausePart)
+	// controlScript pauses for a reason, or resumes, and tells every
+	// process listening.
+	controlScript = redis.NewScript(clockPart + controlPart)
+	// inspectScript reads what is under way in a bucket: leases, slots,
+	// waiters.
+	inspectScript = redis.NewScript(clockPart + logPart + inspectPart)
 )
