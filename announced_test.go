@@ -58,9 +58,16 @@ type sentAt struct {
 	refused bool
 }
 
-func newAnnouncer(t *testing.T, dialect string, limit int64, window time.Duration) *announcer {
+// newAnnouncer starts an upstream announcing limit per window in dialect;
+// configure, if any, sets its limits and delays before it serves (the
+// requests come from other processes, so nothing else orders those writes
+// before the handlers' reads).
+func newAnnouncer(t *testing.T, dialect string, limit int64, window time.Duration, configure ...func(*announcer)) *announcer {
 	a := &announcer{dialect: dialect, window: window, limit: func(int64) int64 { return limit },
 		used: map[int64]int64{}, mine: map[int64]int64{}}
+	for _, c := range configure {
+		c(a)
+	}
 	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
 	t.Cleanup(a.Close)
 	return a
@@ -262,8 +269,9 @@ func spendBesideOutsider(t *testing.T, dialect, announced string) (refused int, 
 	if wholeSeconds[dialect] { // the same rate, in windows their resets can tell apart
 		limit, window = 400, 2*time.Second
 	}
-	up := newAnnouncer(t, dialect, limit, window)
-	up.delay = func(*http.Request) time.Duration { return 80 * time.Millisecond }
+	up := newAnnouncer(t, dialect, limit, window, func(a *announcer) {
+		a.delay = func(*http.Request) time.Duration { return 80 * time.Millisecond }
+	})
 	start := time.Now().Add(1500 * time.Millisecond)
 	duration := 4 * window
 	stop := make(chan struct{})
@@ -324,23 +332,24 @@ func TestLearnedLimit(t *testing.T) {
 	s := redistest.Start(t)
 	const window = 2 * time.Second
 	base := time.Now().UnixNano()/int64(window) + 1 // the run starts with the next window
-	up := newAnnouncer(t, "ratelimit", 50, window)
-	up.limit = func(k int64) int64 {
-		switch {
-		case k < base+2:
-			return 50
-		case k < base+4:
-			return 20
-		}
-		return 40
-	}
 	var answered atomic.Bool
-	up.delay = func(*http.Request) time.Duration {
-		if answered.CompareAndSwap(false, true) {
-			return 200 * time.Millisecond // long enough for a second request to overlap, were one let through
+	up := newAnnouncer(t, "ratelimit", 50, window, func(a *announcer) {
+		a.limit = func(k int64) int64 {
+			switch {
+			case k < base+2:
+				return 50
+			case k < base+4:
+				return 20
+			}
+			return 40
 		}
-		return 0
-	}
+		a.delay = func(*http.Request) time.Duration {
+			if answered.CompareAndSwap(false, true) {
+				return 200 * time.Millisecond // long enough for a second request to overlap, were one let through
+			}
+			return 0
+		}
+	})
 	table, _ := costs.New(costs.Spec{Buckets: []string{"pool"},
 		Rules: []costs.Rule{{Pattern: "/", Endpoint: "any", Charges: []costs.Charge{{Bucket: "pool", Units: 1}}}}})
 
@@ -364,7 +373,6 @@ func TestLearnedLimit(t *testing.T) {
 			OnReconcile: func(_ context.Context, r tollgate.Reconciliation) {
 				mu.Lock()
 				defer mu.Unlock()
-				fmt.Printf("REC %.3f lim=%d rem=%d reset=%.3f outside=%d learned=%v paused=%v\n", float64(time.Now().UnixNano()-base*int64(window))/1e9, r.Announced.Limit, r.Announced.Remaining, float64(r.Announced.Reset.UnixNano()-base*int64(window))/1e9, r.Outside, r.Learned, r.Paused)
 				if l := r.Announced.Limit; !seen[l] {
 					seen[l] = true
 					learnedAt[l] = append(learnedAt[l], time.Now())
@@ -403,9 +411,6 @@ func TestLearnedLimit(t *testing.T) {
 	defer up.mu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()
-	for _, r := range up.sent {
-		fmt.Printf("SENT %.3f w=%d refused=%v\n", float64(r.at.UnixNano()-base*int64(window))/1e9, r.window-base, r.refused)
-	}
 	if up.early != 1 {
 		t.Errorf("%d requests were in flight at once before the first response, want 1", up.early)
 	}

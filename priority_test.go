@@ -31,9 +31,10 @@ func priorityTable(t *testing.T) (*costs.Table, tollgate.PolicyFunc) {
 		map[string]tollgate.Policy{"backfill": {MaxWait: time.Minute, Priority: tollgate.Background}})
 }
 
-// TestBackgroundGetsItsShare: live and backfill workers saturate one
-// pool; backfill units never take more than their share of any window,
-// live traffic has the rest, and backfill still progresses.
+// TestBackgroundGetsItsShare: live workers (80% of the pool, paced) and
+// backfill workers (as fast as they can) share one pool; backfill units
+// never take more than their share of any window, nor the room live
+// traffic needs, and backfill still progresses in what live leaves.
 func TestBackgroundGetsItsShare(t *testing.T) {
 	_, rc := realRedis(t)
 	up := newUpstream(t)
@@ -64,6 +65,12 @@ func TestBackgroundGetsItsShare(t *testing.T) {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				send(t, tr, ctx, "GET", up.URL+path, nil)
+				if path == "/live" { // 4 workers, 10 units each 100 ms: 160 of 200 a window
+					select {
+					case <-time.After(window / 4):
+					case <-ctx.Done():
+					}
+				}
 			}
 		})
 	}

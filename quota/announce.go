@@ -74,7 +74,7 @@ func (l *Limiter) Announce(ctx context.Context, scope, bucket string, a Announce
 		return Announced{}, invalid("announcement", "units must be between 0 and MaxUnits, the window not negative, the reset given")
 	}
 	now, clockArg := l.clockArg()
-	keys := make([]string, 0, 3*len(limits)+1)
+	keys := make([]string, 0, 2*len(limits)+1)
 	var asOf int64
 	if !a.AsOf.IsZero() {
 		asOf = max(a.AsOf.UnixMicro(), 1)
@@ -90,7 +90,7 @@ func (l *Limiter) Announce(ctx context.Context, scope, bucket string, a Announce
 		}
 		tol = min(tol, ResetTolerance(lim.Window))
 		w := l.window(scope, bucket, lim)
-		keys = append(keys, w.meta, w.sum, w.log)
+		keys = append(keys, w.meta, w.log)
 		args = append(args, l.span(w, lim, &now))
 	}
 	keys = append(keys, l.announcedKey(scope, bucket))

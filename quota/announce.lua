@@ -18,7 +18,7 @@
 -- its first reading is kept, and the most spent elsewhere. When the
 -- upstream counts fewer units, nothing is given back.
 --
--- KEYS: meta_1, sum_1, log_1, ..., meta_n, sum_n, log_n (the windows of
+-- KEYS: meta_1, log_1, ..., meta_n, log_n (the windows of
 --       one bucket), then the announced state: "<reset>:<limit>:<window>"
 --       of the newest announcement, for processes that learn limits,
 --       windows and resets from it
@@ -35,7 +35,7 @@
 local now = clock(ARGV[1])
 local used, reset, tol, as_of = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local n = (#ARGV - 7)
-local state = KEYS[3 * n + 1]
+local state = KEYS[2 * n + 1]
 
 -- The newest announcement wins: an older one (an earlier reset) changes
 -- nothing, here or in the windows. Another reading of the same reset
@@ -58,11 +58,13 @@ if reset > now then
 end
 
 -- The units of L's entries dated after t: calls admitted after the
--- upstream took its count, which it could not hold. The log is sorted by
--- time, so they are read from its tail.
+-- upstream took its count, which it could not hold (an entry holding
+-- calls from both sides of t counts as after it: the count of others'
+-- spending is then too high, never too low). The log is sorted by time,
+-- so they are read from its tail, after the open slice.
 local function after(L, t)
   if t == 0 or L.head == 0 or L.tail <= t then return 0 end
-  local units, to = 0, -1
+  local units, to = L.open.u, -1
   while true do
     local batch = redis.call('LRANGE', L.log, to - BATCH + 1, to)
     for i = #batch, 1, -1 do
@@ -77,9 +79,8 @@ end
 
 local recorded, changed = 0, 0
 for i = 1, n do
-  local L = limit(KEYS[3 * i], KEYS[3 * i - 2], KEYS[3 * i - 1], ARGV[7 + i])
-  local m = redis.call('MGET', L.meta, L.sumkey)
-  load(L, m[1], m[2])
+  local L = limit(KEYS[2 * i], KEYS[2 * i - 1], ARGV[7 + i])
+  load(L, redis.call('GET', L.meta))
   local c = cut(L, now)
   if c then
     if L.sum > 0 then expire(L, c, true) end

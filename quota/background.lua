@@ -53,7 +53,7 @@ waiting:reap(now)
 local spot = waiting:rank(id)
 local first = spot == 0 or (not spot and waiting:size() == 0)
 if first and not beyond and at == now then
-  remaining = admit(limits, now, id, now)
+  remaining = admit(limits, now, now)
   leave()
   return {1, now, now, remaining, 0, 0, unpack(rooms(limits))}
 end

@@ -1,26 +1,30 @@
--- cancel.lua: remove the entries a reservation wrote and give their units
--- back.
+-- cancel.lua: give back the units a reservation counted, as if the call
+-- had never been admitted.
 --
--- Needs: nothing.
+-- Needs: clock.lua, log.lua.
 --
--- The log stays sorted (removing an entry never reorders the others).
--- The meta's head may now be older than the log's, which only brings
--- trimming and the fast path's end earlier; a sum that reaches zero is
--- dropped with its meta, for reserve.lua to rebuild from what is left.
+-- The units leave the entry that counts them (find() in log.lua); the
+-- entry keeps its instant, so the log stays sorted, and what else it
+-- counts leaves the window when it would have. A sum that reaches zero
+-- is dropped with its meta.
 --
--- KEYS: log_1, meta_1, sum_1, ..., log_n, meta_n, sum_n
--- ARGV: entry_1, ..., entry_n  (as written: "<µs>:<units>:<id>")
--- Reply: the number of entries removed.
+-- KEYS: meta_1, log_1, ..., meta_n, log_n (every window the reservation
+--       charged)
+-- ARGV: clock, the call's instant (µs), then per window: the units it
+--       counts there, span (see limit() in log.lua)
+-- Reply: the number of windows given back.
 
-local removed = 0
-for i = 1, #ARGV do
-  local log, meta, sum = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  if redis.call('LREM', log, -1, ARGV[i]) > 0 then
-    removed = removed + 1
-    local units = tonumber(string.match(ARGV[i], '^%d+:(%d+):'))
-    if redis.call('EXISTS', sum) == 1 and redis.call('DECRBY', sum, units) <= 0 then
-      redis.call('DEL', meta, sum)
-    end
+local now = clock(ARGV[1])
+local at = tonumber(ARGV[2])
+local given = 0
+for i = 1, (#ARGV - 2) / 2 do
+  local L = limit(KEYS[2 * i], KEYS[2 * i - 1], ARGV[2 * i + 2])
+  load(L, redis.call('GET', L.meta))
+  local where = find(L, at)
+  if where then
+    change(L, where, -tonumber(ARGV[2 * i + 1]))
+    save(L, now)
+    given = given + 1
   end
 end
-return removed
+return given

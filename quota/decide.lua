@@ -2,12 +2,12 @@
 -- background scripts put together their own ways.
 --
 -- Provides: windows(n, nread), prepare(limits, read, nread, now),
--- place(limits, t0, by), admit(limits, at, id, now), rooms(limits),
+-- place(limits, t0, by), admit(limits, at, now), rooms(limits),
 -- keep(limits, now).
 -- Needs: log.lua.
 --
--- KEYS (every decision script): meta_1, sum_1, ..., meta_n, sum_n, the
--- pause of each bucket charged and the scope's, then log_1, ..., log_n
+-- KEYS (every decision script): meta_1, ..., meta_n, the pause of each
+-- bucket charged and the scope's, then log_1, ..., log_n
 -- (and whatever a script adds after them). ARGV from 4 on: per limit,
 -- units, room (its limit less units), span (see limit() in log.lua).
 
@@ -15,7 +15,7 @@
 local function windows(n, nread)
   local limits = {}
   for i = 1, n do
-    local L = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], ARGV[3 * i + 3])
+    local L = limit(KEYS[nread + i], KEYS[i], ARGV[3 * i + 3])
     L.need = tonumber(ARGV[3 * i + 1])
     L.units = tonumber(ARGV[3 * i + 2]) + L.need
     limits[i] = L
@@ -31,7 +31,7 @@ end
 local function prepare(limits, read, nread, now)
   local t0, n = now, #limits
   for i, L in ipairs(limits) do
-    load(L, read[2 * i - 1], read[2 * i])
+    load(L, read[i])
     local c = cut(L, now)
     if not c then
       return nil, redis.error_reply('ERR tollgate: clock outside the calendar days sent')
@@ -50,9 +50,9 @@ local function prepare(limits, read, nread, now)
     if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
   end
   local by = 0
-  for i = 2 * n + 1, nread do
+  for i = n + 1, nread do
     local u = pause_end(KEYS[i], read[i])
-    if u and u > t0 then t0, by = u, -(i - 2 * n) end
+    if u and u > t0 then t0, by = u, -(i - n) end
   end
   return t0, by
 end
@@ -77,10 +77,10 @@ end
 
 -- Record the call at instant at in every window, and return the least
 -- room left.
-local function admit(limits, at, id, now)
+local function admit(limits, at, now)
   local remaining = nil
   for _, L in ipairs(limits) do
-    append(L, at, L.need, id, now)
+    append(L, at, L.need, now)
     local room = L.units - L.sum
     if not remaining or room < remaining then remaining = room end
   end

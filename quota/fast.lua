@@ -7,27 +7,28 @@
 -- Needs: nothing. KEYS and ARGV are reserve.lua's; its reply is the other
 -- form.
 --
--- It reads the clock and, in one MGET, every window's meta and sum and the
--- pauses of its buckets and scope. A meta opens with an instant until which
--- its window needs no care: no hold waits, no entry is old enough to trim,
--- no day has ended, the TTL reaches past a new entry's window (log.lua's
--- save() sets it, to 0 while holds wait). Before that instant, when every
--- limit has room now (counting entries that may have left the window, so
--- the sum is if anything too high) and no pause is set, the call is
--- recorded with one RPUSH and one INCRBY per window. Otherwise it falls
--- through to reserve.lua, which decides the same way in every case.
+-- It reads the clock and, in one MGET, every window's meta and the pauses
+-- of its buckets and scope. A meta holds an instant until which its window
+-- needs no care: no hold waits, no entry is old enough to trim, no day has
+-- ended, the TTL reaches past a new entry's window (log.lua's save() sets
+-- it, to 0 while holds wait). Before that instant, when every limit has
+-- room now (counting entries that may have left the window, so the sum is
+-- if anything too high) and no pause is set, the call is counted in the
+-- window's open slice with one SET of its meta per window (and, when the
+-- call starts a new slice, one RPUSH of the slice it closes). Otherwise it
+-- falls through to reserve.lua, which decides the same way in every case.
 --
 -- This path is what most decisions cost Redis, so it avoids what Lua makes
--- slow: tonumber() parses with strtod, a table reply is walked field by
--- field, string.format is a C call. The instant stays the string `stamp`,
--- compared with the meta's until as text: both are 16 digits (µs from 2001
--- to 2286; save() pads until), and digit strings of one length sort as their
--- numbers do in every collation. A meta of another Redis format does not
--- begin with a digit (keys.go), so it sorts before any stamp and takes the
--- general path, which refuses it. The check against each limit reads the
--- sum against room, units less the call's, sent by the caller. The reply is
--- one string, "<now>:<sum_1>:...:<sum_n>" with the sums before this call,
--- from which the caller works out what remains.
+-- slow: every redis.call, tonumber() (strtod), string.format (a C call).
+-- The instant stays the string `stamp`, compared with the meta's until as
+-- text: both are 16 digits (µs from 2001 to 2286; save() pads until), and
+-- digit strings of one length sort as their numbers do in every
+-- collation. A meta of another Redis format does not begin with "#2:"
+-- (keys.go), and takes the general path, which reads it exactly or refuses
+-- it. The check against each limit reads the sum against room, units less
+-- the call's, sent by the caller. The reply is one string,
+-- "<now>:<sum_1>:...:<sum_n>" with the sums before this call, from which
+-- the caller works out what remains.
 
 local stamp
 if ARGV[1] == '' then
@@ -37,34 +38,55 @@ else
   stamp = ARGV[1]
 end
 local n = (#ARGV - 3) / 3
-local nread = #KEYS - n -- the metas and sums, then the pauses; the logs follow
+local nread = #KEYS - n -- the metas, then the pauses; the logs follow
 local read = redis.call('MGET', unpack(KEYS, 1, nread))
 
 local fast = #stamp == 16
-for i = 2 * n + 1, nread do
+for i = n + 1, nread do
   if read[i] then fast = false end
 end
+local metas = {}
 if fast then
   for i = 1, n do
-    local m, s = read[2 * i - 1], read[2 * i]
-    local sum = s and tonumber(s)
-    if not m or not sum or string.sub(m, 1, 16) <= stamp or sum > tonumber(ARGV[3 * i + 2]) then
+    local m = read[i]
+    if not m or string.sub(m, 1, 3) ~= '#2:' or string.sub(m, 4, 19) <= stamp then
       fast = false
       break
     end
+    -- The sum; head:exp:origin:slice as they stand, origin and slice; the
+    -- open slice's start, instant and units; the leases as they stand.
+    local f = {string.match(m, '^#2:%d+:(%d+):(%d+:%d+:(%d+):(%d+)):(%d+):(%d+):(%d+)(.*)$')}
+    if not f[1] or tonumber(f[1]) > tonumber(ARGV[3 * i + 2]) then
+      fast = false
+      break
+    end
+    metas[i] = f
   end
 end
 if fast then
-  local id, reply = ARGV[3], stamp
+  local now, reply = tonumber(stamp), stamp
   for i = 1, n do
-    local log, units = KEYS[nread + i], ARGV[3 * i + 1]
-    if redis.call('RPUSH', log, stamp .. ':' .. units .. ':' .. id) == 1 then
-      -- The log had gone (evicted) while its meta stayed: a new list has
-      -- no TTL, so give it the meta's.
-      redis.call('PEXPIRE', log, redis.call('PTTL', KEYS[2 * i - 1]))
+    local sum, grid, origin, slice, open, at, units, leases = unpack(metas[i])
+    local add = tonumber(ARGV[3 * i + 1])
+    slice = tonumber(slice)
+    if now >= tonumber(open) + slice then
+      -- The call starts a new slice: the open one joins the log.
+      if units ~= '0' then
+        local log = KEYS[nread + i]
+        if redis.call('RPUSH', log, at .. ':' .. units) == 1 then
+          -- The log had gone (evicted, or trimmed whole) while the meta
+          -- stayed: a new list has no TTL, so give it the meta's.
+          redis.call('PEXPIRE', log, redis.call('PTTL', KEYS[i]))
+        end
+      end
+      origin = tonumber(origin)
+      open = string.format('%d', origin + math.floor((now - origin) / slice) * slice)
+      units = 0
     end
-    redis.call('INCRBY', KEYS[2 * i], units)
-    reply = reply .. ':' .. read[2 * i]
+    redis.call('SET', KEYS[i], string.sub(read[i], 1, 20) ..
+      string.format('%d:%s:%s:%s:%d', tonumber(sum) + add, grid, open, stamp, tonumber(units) + add) ..
+      leases, 'KEEPTTL')
+    reply = reply .. ':' .. sum
   end
   return reply
 end

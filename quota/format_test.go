@@ -14,19 +14,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/internal/testclock"
 	"github.com/tollgate/tollgate/internal/windowcheck"
 )
 
-// The scripts of the version before formats were numbered
-// (testdata/format0), assembled as that version assembled them.
+// The scripts of the version before this format (testdata/format1), as
+// that version assembled them.
 var (
-	format0Reserve = redis.NewScript(format0("fast") + format0("log") + format0("reserve"))
-	format0Usage   = redis.NewScript(format0("log") + format0("usage"))
+	format1Reserve = redis.NewScript(format1("fast") + format1("log") + format1("decide") + format1("reserve"))
+	format1Usage   = redis.NewScript(format1("clock") + format1("log") + format1("usage"))
 )
 
-// format0 reads one part of the previous version's scripts.
-func format0(part string) string {
-	b, err := os.ReadFile("testdata/format0/" + part + ".lua")
+// format1 reads one part of the previous version's scripts.
+func format1(part string) string {
+	b, err := os.ReadFile("testdata/format1/" + part + ".lua")
 	if err != nil {
 		panic(err)
 	}
@@ -41,106 +42,124 @@ func TestFormatMatchesTheScripts(t *testing.T) {
 	}
 }
 
-// format0Allow decides with the previous version's script, as a process of
-// that version would, with the same keys and arguments.
-func format0Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Duration, c Charge) (*Reservation, error) {
-	keys, args, seq, err := l.decision(scope, maxWait.Microseconds(), []Charge{c})
-	if err != nil {
-		return nil, err
+// legacySum is the key of format 1 that held a window's sum.
+func legacySum(w *window) string { return strings.TrimSuffix(w.meta, ":meta") + ":sum" }
+
+// format1Keys returns the keys and arguments a process of format 1 sent
+// to decide one charge: each window's meta and sum, the pauses, the logs;
+// the clock, maxwait, an entry id, then per window units, room and span.
+func format1Keys(l *Limiter, scope string, maxWait time.Duration, c Charge, id string) ([]string, []any) {
+	now, clockArg := l.clockArg()
+	var keys, logs []string
+	args := []any{clockArg, maxWait.Microseconds(), id}
+	var w *window
+	for _, lim := range c.Limits {
+		w = l.window(scope, c.Bucket, lim)
+		keys = append(keys, w.meta, legacySum(w))
+		logs = append(logs, w.log)
+		args = append(args, c.Units, lim.Units-c.Units, l.span(w, lim, &now))
 	}
-	reply, err := format0Reserve.Run(ctx, l.client, keys, args...).Result()
-	if err != nil {
-		return nil, err
-	}
-	return l.reservation(scope, []Charge{c}, seq, reply)
+	keys = append(append(keys, w.pause, w.scopePause), logs...)
+	return keys, args
 }
 
-// testAdjacentFormatsAgree runs processes of this version and of the one
-// before side by side on one scope, as during a rolling upgrade: immediate
-// decisions, holds and cancels from both, with costs of 1 and 25. They
-// must agree: no window holds more than the limit, and both read the same
-// usage at the end.
-func testAdjacentFormatsAgree(t *testing.T, b *backend) {
+// format1Allow decides with the previous version's script, as a process of
+// that version would.
+func format1Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Duration, c Charge, id string) (*Reservation, error) {
+	keys, args := format1Keys(l, scope, maxWait, c, id)
+	reply, err := format1Reserve.Run(ctx, l.client, keys, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	if list, ok := reply.([]any); ok && len(list) == 5 {
+		reply = append(list, int64(0)) // format 1 told no rooms; RemainingOf is not read here
+	}
+	return l.reservation(scope, []Charge{c}, 0, reply)
+}
+
+// testUpgradeFromFormat1: processes of this format take over a scope that
+// processes of format 1 were spending, as an upgrade does: they read what
+// format 1 wrote exactly (the same units counted), no window ever holds
+// more than the limit across the switch, and once this format has
+// written, a process of format 1 refuses the state rather than misread
+// it.
+func testUpgradeFromFormat1(t *testing.T, b *backend) {
 	ctx := context.Background()
-	current, previous := b.limiter(t), b.limiter(t)
+	l := b.limiter(t)
 	s := scope(t, "s")
 	const units = 300
 	window := 300 * time.Millisecond
 	lim := PerWindow(units, window)
-
 	var (
 		mu    sync.Mutex
 		calls []windowcheck.Call
-		by    [2]int // admissions by the current and the previous version
-		wg    sync.WaitGroup
 	)
-	end := time.Now().Add(6 * window)
-	for g := range 8 {
-		wg.Go(func() {
-			old := g%2 == 1
-			rng := rand.New(rand.NewPCG(uint64(g), 3))
-			for i := 0; i < 500 && time.Now().Before(end); i++ {
-				time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-				c := charge("b", 1, lim)
-				if rng.IntN(4) == 0 {
-					c.Units = 25
-				}
-				maxWait := time.Duration(0)
-				if rng.IntN(3) == 0 {
-					maxWait = window / 2
-				}
-				var r *Reservation
-				var err error
-				if old {
-					r, err = format0Allow(ctx, previous, s, maxWait, c)
-				} else {
-					r, err = current.Reserve(ctx, s, maxWait, c)
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if !r.OK() {
-					continue
-				}
-				if r.Delay() > 0 && rng.IntN(3) == 0 {
-					if err := r.Cancel(ctx); err != nil {
+	spend := func(old bool, until time.Time) {
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(g), 3))
+				for i := 0; i < 300 && time.Now().Before(until); i++ {
+					time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+					c := charge("b", 1, lim)
+					if rng.IntN(4) == 0 {
+						c.Units = 25
+					}
+					maxWait := time.Duration(0)
+					if rng.IntN(3) == 0 {
+						maxWait = window / 2
+					}
+					var r *Reservation
+					var err error
+					if old {
+						r, err = format1Allow(ctx, l, s, maxWait, c, strconv.Itoa(g)+"."+strconv.Itoa(i))
+					} else {
+						r, err = l.Reserve(ctx, s, maxWait, c)
+					}
+					if err != nil {
 						t.Error(err)
 						return
 					}
-					continue
+					if !r.OK() {
+						continue
+					}
+					if !old && r.Delay() > 0 && rng.IntN(3) == 0 {
+						if err := r.Cancel(ctx); err != nil {
+							t.Error(err)
+						}
+						continue
+					}
+					mu.Lock()
+					calls = append(calls, windowcheck.Call{At: r.Time(), Units: c.Units})
+					mu.Unlock()
 				}
-				mu.Lock()
-				calls = append(calls, windowcheck.Call{At: r.Time(), Units: c.Units})
-				if old {
-					by[1]++
-				} else {
-					by[0]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if by[0] == 0 || by[1] == 0 {
-		t.Fatalf("admissions by the current and previous version: %v; want both", by)
-	}
-	if most, at := windowcheck.Most(calls, window); most > units {
-		t.Errorf("a window ending %v held %d units, over the limit of %d", at, most, units)
+			})
+		}
+		wg.Wait()
 	}
 
-	// Both versions read the same units counted now.
-	w := current.window(s, "b", lim)
+	spend(true, time.Now().Add(3*window))
+	w := l.window(s, "b", lim)
 	now := time.Now()
-	old, err := format0Usage.Run(ctx, b.client, []string{w.log, w.meta, w.sum, w.pause, w.scopePause},
-		"", current.span(w, lim, &now)).Int64Slice()
+	old, err := format1Usage.Run(ctx, b.client, []string{w.log, w.meta, legacySum(w), w.pause, w.scopePause},
+		"", l.span(w, lim, &now)).Int64Slice()
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := mustUsage(t, current, s, "b", lim)
-	// The two reads are a moment apart: entries may leave in between.
-	if old[1] < u.Used {
-		t.Errorf("the previous version counts %d units, the current %d", old[1], u.Used)
+	if u := mustUsage(t, l, s, "b", lim); u.Used > old[1] || old[1] == 0 {
+		// The two reads are a moment apart: entries may leave in between.
+		t.Errorf("format 1 counts %d units, this format %d of what format 1 wrote", old[1], u.Used)
+	}
+	spend(false, time.Now().Add(3*window))
+	if most, at := windowcheck.Most(calls, window); most > units {
+		t.Errorf("a window ending %v held %d units, over the limit of %d", at, most, units)
+	}
+	if n, err := b.client.Exists(ctx, legacySum(w)).Result(); err != nil || n != 0 {
+		t.Errorf("format 1's sum key is still there (%d, %v) after this format wrote", n, err)
+	}
+	_, err = format1Allow(ctx, l, s, 0, charge("b", 1, lim), "late")
+	if err == nil || !strings.Contains(err.Error(), "FORMAT tollgate:") {
+		t.Errorf("a format-1 decision on this format's state = %v, want its FORMAT refusal", err)
 	}
 }
 
@@ -156,19 +175,26 @@ func testLaterFormatRefused(t *testing.T, b *backend) {
 		name string
 		keys func(w *window) map[string]string
 	}{
-		{"meta of format 2", func(w *window) map[string]string {
-			return map[string]string{w.meta: "#2:" + now + ":whatever", w.sum: "5"}
+		{"meta of format 3", func(w *window) map[string]string {
+			return map[string]string{w.meta: "#3:" + now + ":whatever"}
 		}},
-		// A format-1 meta whose until has passed sends every decision to
-		// the general path, which reads the whole meta.
-		{"meta with an unknown format number", func(w *window) map[string]string {
-			return map[string]string{w.meta: "0000000000000000:" + now + ":9999999999999999:2", w.sum: "5"}
+		{"meta of this format with unknown fields", func(w *window) map[string]string {
+			return map[string]string{w.meta: "#2:0000000000000000:5:" + now + ":9999999999999999:0:60000:0:" + now + ":5;x"}
 		}},
-		{"meta with unknown fields", func(w *window) map[string]string {
-			return map[string]string{w.meta: "0000000000000000:" + now + ":9999999999999999:1;x", w.sum: "5"}
+		{"meta of this format cut short", func(w *window) map[string]string {
+			return map[string]string{w.meta: "#2:9999999999999999:5:" + now}
 		}},
-		{"sum that is not a count", func(w *window) map[string]string {
-			return map[string]string{w.meta: "9999999999999999:" + now + ":9999999999999999:1", w.sum: "u=5"}
+		// A format-1 meta is read when its sum is: not one with an
+		// unknown format number or unknown fields, or beside a sum that is
+		// not a count.
+		{"format-1 meta with an unknown format number", func(w *window) map[string]string {
+			return map[string]string{w.meta: "0000000000000000:" + now + ":9999999999999999:3", legacySum(w): "5"}
+		}},
+		{"format-1 meta with unknown fields", func(w *window) map[string]string {
+			return map[string]string{w.meta: "0000000000000000:" + now + ":9999999999999999:1;x", legacySum(w): "5"}
+		}},
+		{"format-1 sum that is not a count", func(w *window) map[string]string {
+			return map[string]string{w.meta: "9999999999999999:" + now + ":9999999999999999:1", legacySum(w): "u=5"}
 		}},
 		{"bucket pause of another format", func(w *window) map[string]string {
 			return map[string]string{w.pause: "2:" + now}
@@ -177,7 +203,7 @@ func testLaterFormatRefused(t *testing.T, b *backend) {
 			return map[string]string{w.scopePause: "until=" + now}
 		}},
 		{"log entry of another format, meta gone", func(w *window) map[string]string {
-			return map[string]string{w.log: "#2|" + now + "|5"}
+			return map[string]string{w.log: "#3|" + now + "|5"}
 		}},
 	}
 	for i, c := range cases {
@@ -228,5 +254,56 @@ func testLaterFormatRefused(t *testing.T, b *backend) {
 				}
 			}
 		})
+	}
+}
+
+// testSlicedMatchesUnsliced replays one arrival sequence, on one hand-moved
+// clock, through this format's engine and format 1's (which logged every
+// call on its own): calls of random costs that often find the limit
+// reached and wait for holds. Each call is admitted by both, the sliced
+// engine at the same instant or later by at most one slice.
+func testSlicedMatchesUnsliced(t *testing.T, b *backend) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
+	clock := testclock.New(t0)
+	l := b.limiter(t, WithClock(clock.Now))
+	const units = 500
+	window := time.Second
+	slice := window / 1000
+	lim := PerWindow(units, window)
+	sliced, unsliced := scope(t, "sliced"), scope(t, "unsliced")
+	rng := rand.New(rand.NewPCG(7, 11))
+	var later, held int
+	var most time.Duration
+	for i := range 1500 {
+		clock.Add(time.Duration(rng.ExpFloat64() * float64(22*time.Millisecond))) // 95% of the limit, in bursts
+		c := charge("b", 1+rng.Int64N(20), lim)
+		old, err := format1Allow(ctx, l, unsliced, 5*window, c, strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := l.Reserve(ctx, sliced, 5*window, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !old.OK() || !r.OK() {
+			t.Fatalf("call %d: admitted by format 1 %v, by this format %v; want both", i, old.OK(), r.OK())
+		}
+		d := r.Time().Sub(old.Time())
+		if d < 0 || d > slice {
+			t.Fatalf("call %d: admitted at %v by this format, %v by format 1: want the same instant or at most a slice (%v) later",
+				i, r.Time().Sub(t0), old.Time().Sub(t0), slice)
+		}
+		if d > 0 {
+			later++
+		}
+		if old.Delay() > 0 {
+			held++
+		}
+		most = max(most, d)
+	}
+	t.Logf("of 1500 calls, %d waited for holds; %d were admitted later by the sliced engine, by at most %v", held, later, most)
+	if held < 150 {
+		t.Errorf("%d calls of 1500 waited for holds: the sequence does not reach the limit", held)
 	}
 }

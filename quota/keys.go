@@ -9,14 +9,14 @@ import (
 const DefaultPrefix = "tollgate:"
 
 // format is the Redis format this package reads and writes (see below).
-const format = 1
+const format = 2
 
-// Key layout of Redis format 1, for a scope S, a bucket B and a window w
+// Key layout of Redis format 2, for a scope S, a bucket B and a window w
 // (see log.lua):
 //
-//	<prefix>{S}:B:w:log    the log: a list of "<µs>:<units>:<id>" entries, oldest first
-//	<prefix>{S}:B:w:sum    the units in the log and leases, an integer
-//	<prefix>{S}:B:w:meta   "<until µs>:<head µs>:<expiry µs>:1", then ";<id>=<end µs>:<units>" per lease
+//	<prefix>{S}:B:w:log    the closed slices: a list of "<µs>:<units>" entries, oldest first
+//	<prefix>{S}:B:w:meta   "#2:<until µs>:<sum>:<head µs>:<expiry µs>:<origin µs>:<slice µs>:<open µs>:<at µs>:<units>",
+//	                       then ";<id>=<end µs>:<units>" per lease
 //	<prefix>{S}:B:pause    the instant (µs) bucket B may spend again, while paused
 //	<prefix>{S}:pause      the same for the whole scope
 //	<prefix>{S}:B:announced        "<reset µs>:<limit>:<window µs>", B's newest announcement
@@ -27,24 +27,29 @@ const format = 1
 //	<prefix>{S}:background[:alive|:n]  the scope's background room, likewise
 //
 // A window is named w<length> (sliding), day@<zone> (calendar), f<length>
-// (fixed, whatever its end) or n.<name> (a limit with a Name). A meta's
-// records after its head and expiry are leases, and "~a" records: units an
-// upstream announced as spent beyond the window's count (announce.lua),
-// which a reader that knows only leases counts the same way.
+// (fixed, whatever its end) or n.<name> (a limit with a Name). Its calls
+// are counted by slice, a thousandth of the window (no finer than a
+// millisecond): the meta keeps the newest slice open (the units counted
+// there and the instant of its latest call) and the sum of everything
+// counted, so that a common decision writes the meta alone; a call in a
+// later slice closes the open one into the log. A meta's records after
+// its fixed fields are leases, and "~a" records: units an upstream
+// announced as spent beyond the window's count (announce.lua), which count
+// the same way.
 //
 // The format is versioned. Any change to these keys or to how their values
 // are encoded bumps format (and log.lua's FORMAT), and must keep two rules
 // that make processes of adjacent formats safe on one Redis: a reader takes
 // nothing it cannot read exactly for missing or zero (every script stops
 // with a FORMAT error, which the limiter returns as ErrFormat); and a meta
-// of any later format begins with '#' and its number, so that a format-1
-// process falls off its fast path (which compares the meta's first 16
-// characters, all digits, with the clock) and refuses it. Metas written
-// before formats were numbered lack the ":1" and are format 1 all the same.
-// Format 1 grew keys a format-1 process of an earlier version does not
-// read (slots, rooms, announcements): such a process reads every key it
-// knows exactly, but enforces no caps or priorities while it runs.
-//
+// of any later format begins with '#' and its number, so that a process of
+// an earlier format falls off its fast path and refuses it. Format 2 reads
+// state of format 1 exactly (a meta "<until µs>:<head µs>:<expiry µs>:1"
+// and leases, the sum in <prefix>{S}:B:w:sum, entries "<µs>:<units>:<id>")
+// and rewrites it in format 2 when it next writes the window; from then
+// on, a process of format 1 refuses it. Upgrade every process sharing a
+// Redis together, or give the new version its own prefix (WithPrefix).
+
 // Every key of a scope carries the scope in one {hash tag}, so a decision's
 // keys live on one Redis Cluster slot. Scope, bucket and zone names pass
 // through keyPart, which keeps readable names as they are and replaces any
@@ -79,9 +84,9 @@ func (l *Limiter) scopeKey(scope string) string {
 }
 
 // windowKeys returns the log, meta and sum keys of one bucket's window in a scope.
-func windowKeys(scopeKey, bucket string, lim Limit) (log, meta, sum string) {
+func windowKeys(scopeKey, bucket string, lim Limit) (log, meta string) {
 	base := scopeKey + keyPart(bucket) + ":" + lim.windowKey()
-	return base + ":log", base + ":meta", base + ":sum"
+	return base + ":log", base + ":meta"
 }
 
 // pauseKey is the pause of a bucket in a scope, or of the whole scope for

@@ -82,13 +82,13 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int64, d time.Duration) ([]int64, error) {
 	now, clockArg := l.clockArg()
 	c := ls.charge
-	keys := make([]string, 0, 3*len(c.Limits)+2)
+	keys := make([]string, 0, 2*len(c.Limits)+2)
 	logs := make([]string, 0, len(c.Limits))
 	args := []any{clockArg, op, ls.id, units, d.Microseconds()}
 	var w *window
 	for _, lim := range c.Limits {
 		w = l.window(ls.scope, c.Bucket, lim)
-		keys = append(keys, w.meta, w.sum)
+		keys = append(keys, w.meta)
 		logs = append(logs, w.log)
 		args = append(args, w.units, l.span(w, lim, &now))
 	}

@@ -9,8 +9,8 @@
 -- calendar day's end. Ending it early dates what was spent at the end,
 -- after every spend, and gives the rest back.
 --
--- KEYS: meta and sum per window, the bucket's pause, the scope's pause,
---       then the logs (reserve.lua's order)
+-- KEYS: the meta per window, the bucket's pause, the scope's pause, then
+--       the logs (reserve.lua's order)
 -- ARGV: clock, op ('take' or 'end'), id, units (asked, or spent for
 --       'end'), duration µs, then per window: limit units, span (see
 --       limit())
@@ -23,12 +23,12 @@ local n = (#ARGV - 5) / 2
 local nread = #KEYS - n
 local limits = {}
 for i = 1, n do
-  local L = limit(KEYS[nread + i], KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 5])
+  local L = limit(KEYS[nread + i], KEYS[i], ARGV[2 * i + 5])
   L.units = tonumber(ARGV[2 * i + 4])
   limits[i] = L
 end
 local read = redis.call('MGET', unpack(KEYS, 1, nread))
-for i, L in ipairs(limits) do load(L, read[2 * i - 1], read[2 * i]) end
+for i, L in ipairs(limits) do load(L, read[i]) end
 
 if op == 'end' then
   for _, L in ipairs(limits) do
@@ -41,7 +41,7 @@ if op == 'end' then
         if spent > 0 and L.tail <= e then
           -- What was spent becomes an ordinary entry dated at the end:
           -- the log stays sorted, and the meta keeps only live leases.
-          append(L, e, spent, id, now)
+          append(L, e, spent, now)
         else
           if spent > 0 then
             -- A hold is dated later: keep it a lease record, out of the log.
@@ -66,7 +66,7 @@ for _, L in ipairs(limits) do
   if L.sum > 0 then expire(L, c, true) end
   if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
 end
-for i = 2 * n + 1, nread do
+for i = n + 1, nread do
   local u = pause_end(KEYS[i], read[i])
   if u and u > t0 then t0 = u end
 end

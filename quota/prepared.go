@@ -16,11 +16,11 @@ const maxPrepared = 1 << 16
 
 // window is one bucket window of a scope, ready for the scripts.
 type window struct {
-	log, meta, sum string
-	pause          string // the bucket's pause
-	scopePause     string // the scope's pause
-	units          any    // Limit.Units, boxed
-	length         any    // the window in µs (0 for a calendar day), boxed
+	log, meta  string
+	pause      string // the bucket's pause
+	scopePause string // the scope's pause
+	units      any    // Limit.Units, boxed
+	length     any    // the window in µs (0 for a calendar day), boxed
 }
 
 type windowID struct {
@@ -46,9 +46,9 @@ func (l *Limiter) window(scope, bucket string, lim Limit) *window {
 		return w
 	}
 	prefix := l.scopeKey(scope)
-	log, meta, sum := windowKeys(prefix, bucket, lim)
+	log, meta := windowKeys(prefix, bucket, lim)
 	w = &window{
-		log: log, meta: meta, sum: sum,
+		log: log, meta: meta,
 		pause: pauseKey(prefix, bucket), scopePause: pauseKey(prefix, ""),
 		units: lim.Units, length: int64(0),
 	}

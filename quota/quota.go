@@ -211,14 +211,14 @@ func (l *Limiter) Record(ctx context.Context, scope string, charges ...Charge) e
 		return err
 	}
 	now, clockArg := l.clockArg()
-	keys := make([]string, 0, 3*n)
+	keys := make([]string, 0, 2*n)
 	logs := make([]string, 0, n)
-	args := make([]any, 0, 2+2*n)
-	args = append(args, clockArg, l.entryID(l.seq.Add(1)))
+	args := make([]any, 0, 1+2*n)
+	args = append(args, clockArg)
 	for _, c := range charges {
 		for _, lim := range c.Limits {
 			w := l.window(scope, c.Bucket, lim)
-			keys = append(keys, w.meta, w.sum)
+			keys = append(keys, w.meta)
 			logs = append(logs, w.log)
 			args = append(args, c.Units, l.span(w, lim, &now))
 		}
@@ -299,10 +299,11 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys 
 	now, clockArg := l.clockArg()
 	d := decision{seq: l.seq.Add(1)}
 
-	// KEYS: meta and sum per window, the pause of each bucket, the scope's
-	// pause, then the log per window. ARGV: clock, maxwait, entry id, then
-	// per window: units, room (the limit less units), span.
-	d.keys = make([]string, 0, 3*n+len(charges)+1)
+	// KEYS: the meta per window, the pause of each bucket, the scope's
+	// pause, then the log per window. ARGV: clock, maxwait, id (of a
+	// background waiter), then per window: units, room (the limit less
+	// units), span.
+	d.keys = make([]string, 0, 2*n+len(charges)+1)
 	var logs [4]string // the windows' logs; more windows spill to the heap
 	windowLogs := logs[:0]
 	d.args = make([]any, 0, 3+3*n)
@@ -316,7 +317,7 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys 
 			if j == 0 {
 				bucketPauses = append(bucketPauses, w.pause)
 			}
-			d.keys = append(d.keys, w.meta, w.sum)
+			d.keys = append(d.keys, w.meta)
 			windowLogs = append(windowLogs, w.log)
 			d.args = append(d.args, c.Units, lim.Units-c.Units, l.span(w, lim, &now))
 			scopePause = w.scopePause

@@ -6,18 +6,17 @@
 --
 -- Needs: clock.lua, log.lua.
 --
--- KEYS: meta_1, sum_1, ..., meta_n, sum_n, then log_1, ..., log_n
--- ARGV: clock, id, then per limit: units, span (see limit() in log.lua)
+-- KEYS: meta_1, ..., meta_n, then log_1, ..., log_n
+-- ARGV: clock, then per limit: units, span (see limit() in log.lua)
 -- Reply: the instant the entries are dated at.
 
 local now = clock(ARGV[1])
-local id = ARGV[2]
-local n = (#ARGV - 2) / 2
-local read = redis.call('MGET', unpack(KEYS, 1, 2 * n))
+local n = (#ARGV - 1) / 2
+local read = redis.call('MGET', unpack(KEYS, 1, n))
 local limits, at = {}, now
 for i = 1, n do
-  local L = limit(KEYS[2 * n + i], KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 2])
-  load(L, read[2 * i - 1], read[2 * i])
+  local L = limit(KEYS[n + i], KEYS[i], ARGV[2 * i + 1])
+  load(L, read[i])
   local c = cut(L, now)
   if not c then
     return redis.error_reply('ERR tollgate: clock outside the calendar days sent')
@@ -27,6 +26,6 @@ for i = 1, n do
   limits[i] = L
 end
 for i, L in ipairs(limits) do
-  append(L, at, tonumber(ARGV[2 * i + 1]), id, now)
+  append(L, at, tonumber(ARGV[2 * i]), now)
 end
 return at

@@ -116,14 +116,15 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 		return r.cancelErr
 	}
 	r.cancelled = true
+	now, clockArg := r.lim.clockArg()
 	var keys []string
-	var args []any
+	args := []any{clockArg, r.at}
 	for i, c := range r.charges {
-		member := r.member(i)
+		units := r.currentUnits(i)
 		for _, lim := range c.Limits {
 			w := r.lim.window(r.scope, c.Bucket, lim)
-			keys = append(keys, w.log, w.meta, w.sum)
-			args = append(args, member)
+			keys = append(keys, w.meta, w.log)
+			args = append(args, units, r.lim.span(w, lim, &now))
 		}
 	}
 	if err := cancelScript.Run(ctx, r.lim.client, keys, args...).Err(); err != nil && err != redis.Nil {
@@ -163,7 +164,6 @@ func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) er
 	if units == was {
 		return nil
 	}
-	old := r.member(i)
 	if r.units == nil {
 		r.units = make([]int64, len(r.charges))
 		for j, c := range r.charges {
@@ -172,12 +172,15 @@ func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) er
 	}
 	r.units[i] = units
 	c := r.charges[i]
-	keys := make([]string, 0, 3*len(c.Limits))
+	now, clockArg := r.lim.clockArg()
+	keys := make([]string, 0, 2*len(c.Limits))
+	args := []any{clockArg, r.at, units - was}
 	for _, lim := range c.Limits {
 		w := r.lim.window(r.scope, c.Bucket, lim)
-		keys = append(keys, w.log, w.meta, w.sum)
+		keys = append(keys, w.meta, w.log)
+		args = append(args, r.lim.span(w, lim, &now))
 	}
-	if _, err := r.lim.run(ctx, settleScript, keys, old, r.member(i), units-was); err != nil {
+	if _, err := r.lim.run(ctx, settleScript, keys, args...); err != nil {
 		r.units[i] = was // nothing was written: the entry keeps its units
 		return redisError(ctx, "settle", err)
 	}
@@ -191,12 +194,6 @@ func (r *Reservation) currentUnits(i int) int64 {
 		return r.units[i]
 	}
 	return r.charges[i].Units
-}
-
-// member is the i-th charge's log entry as now written, "<at>:<units>:<id>".
-// The caller holds r.mu.
-func (r *Reservation) member(i int) string {
-	return strconv.FormatInt(r.at, 10) + ":" + strconv.FormatInt(r.currentUnits(i), 10) + ":" + r.lim.entryID(r.seq)
 }
 
 // Wait sleeps until the reservation is due: Delay after the moment its reply

@@ -3,8 +3,6 @@ package quota
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -171,10 +169,8 @@ func testRecord(t *testing.T, b *backend) {
 	if err := l.Record(ctx, s, charge("b", 7, lim)); err != nil {
 		t.Fatal(err)
 	}
-	log, _ := keysOf(l, s, "b", lim)
-	last, err := b.client.LIndex(ctx, log, -1).Result()
-	if want := strconv.FormatInt(clock.Now().UnixMicro(), 10) + ":7:"; err != nil || !strings.HasPrefix(last, want) {
-		t.Fatalf("newest entry %q (err %v), want the 7 units recorded now: %q…", last, err, want)
+	if at, units := openSlice(t, b, l, s, "b", lim); at != clock.Now().UnixMicro() || units != 7 {
+		t.Fatalf("the open slice holds %d units at %d, want the 7 recorded now, at %d", units, at, clock.Now().UnixMicro())
 	}
 	if u := mustUsage(t, l, s, "b", lim); u.Used != 15 {
 		t.Errorf("used %d after recording 7 on top of 8, want 15", u.Used)

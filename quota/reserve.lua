@@ -9,7 +9,7 @@
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
 --       maxwait  how far in µs the admission instant may lie after now:
 --                0 for an immediate decision
---       id       a unique suffix for the entries written
+--       id       unused here (background.lua's waiter id has its place)
 --       then decide.lua's, per limit
 --
 -- Reply: {admitted (1 or 0), now, at, remaining, by, room_1, ..., room_n},
@@ -25,8 +25,9 @@
 -- Entries that have left the window are dropped only when the room they
 -- take is needed, or in batches once the oldest is a window past leaving;
 -- TTLs are pushed back only when they would fall short, with a window's
--- margin. So the common case, which fast.lua takes, costs three commands:
--- MGET (every meta and sum, and the pauses), RPUSH and INCRBY per limit.
+-- margin. So the common case, which fast.lua takes, costs the clock, one
+-- MGET (every meta, and the pauses) and one SET per limit, as a GCRA
+-- decision does, and an RPUSH when the call opens a new slice.
 
 local maxwait = tonumber(ARGV[2])
 local limits = windows(n, nread)
@@ -38,5 +39,5 @@ if beyond or at - now > maxwait then
   keep(limits, now)
   return {0, now, at, remaining, by, unpack(rooms(limits))}
 end
-remaining = admit(limits, at, ARGV[3], now)
+remaining = admit(limits, at, now)
 return {1, now, at, remaining, by, unpack(rooms(limits))}

@@ -56,10 +56,10 @@ var (
 	backgroundScript = redis.NewScript(clockPart + logPart + decidePart + roomPart + backgroundPart)
 	// recordScript writes units spent without a decision.
 	recordScript = redis.NewScript(clockPart + logPart + recordPart)
-	// cancelScript removes a reservation's entries.
-	cancelScript = redis.NewScript(cancelPart)
+	// cancelScript gives a reservation's units back.
+	cancelScript = redis.NewScript(clockPart + logPart + cancelPart)
 	// settleScript replaces a reservation's units with its true cost.
-	settleScript = redis.NewScript(settlePart)
+	settleScript = redis.NewScript(clockPart + logPart + settlePart)
 	// leaseScript takes and ends leases.
 	leaseScript = redis.NewScript(clockPart + logPart + leasePart)
 	// usageScript reads one limit's usage.

@@ -3,8 +3,6 @@ package quota
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +19,6 @@ func testSettle(t *testing.T, b *backend) {
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(100, time.Minute)
-	log, _ := keysOf(l, s, "b", lim)
 
 	est := mustAllow(t, l, s, charge("b", 60, lim)) // an estimate of 60
 	clock.Add(10 * time.Second)
@@ -31,9 +28,8 @@ func testSettle(t *testing.T, b *backend) {
 	if u := mustUsage(t, l, s, "b", lim); u.Used != 10 {
 		t.Fatalf("used %d after settling 60 to 10, want 10", u.Used)
 	}
-	entries, err := b.client.LRange(ctx, log, 0, -1).Result()
-	if err != nil || len(entries) != 1 || !strings.HasPrefix(entries[0], strconv.FormatInt(t0.UnixMicro(), 10)+":10:") {
-		t.Fatalf("log = %q (%v), want the one entry at its own instant with 10 units", entries, err)
+	if at, units := openSlice(t, b, l, s, "b", lim); at != t0.UnixMicro() || units != 10 {
+		t.Fatalf("the call's slice holds %d units at %d, want 10 at its own instant, %d", units, at, t0.UnixMicro())
 	}
 	// The 50 refunded are free at once.
 	big := mustAllow(t, l, s, charge("b", 90, lim))

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +13,25 @@ import (
 // keysOf returns the log and meta keys of one bucket window of a scope, as
 // the limiter names them.
 func keysOf(l *Limiter, s, bucket string, lim Limit) (log, meta string) {
-	log, meta, _ = windowKeys(l.scopeKey(s), bucket, lim)
-	return log, meta
+	return windowKeys(l.scopeKey(s), bucket, lim)
+}
+
+// openSlice returns the instant of the latest call in a window's open
+// slice and the units counted there, read from its meta.
+func openSlice(t *testing.T, b *backend, l *Limiter, s, bucket string, lim Limit) (at, units int64) {
+	t.Helper()
+	_, meta := keysOf(l, s, bucket, lim)
+	m, err := b.client.Get(context.Background(), meta).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Split(strings.SplitN(m, ";", 2)[0], ":")
+	if len(f) != 10 {
+		t.Fatalf("meta = %q: not of format 2", m)
+	}
+	at, _ = strconv.ParseInt(f[8], 10, 64)
+	units, _ = strconv.ParseInt(f[9], 10, 64)
+	return at, units
 }
 
 // dayEnd returns the midnight that ends the local day holding t.
@@ -24,31 +40,44 @@ func dayEnd(t time.Time, loc *time.Location) time.Time {
 	return time.Date(y, m, d+1, 0, 0, 0, 0, loc)
 }
 
-// sumOf returns the sum key of one bucket window of a scope.
-func sumOf(l *Limiter, s, bucket string, lim Limit) string {
-	_, _, sum := windowKeys(l.scopeKey(s), bucket, lim)
-	return sum
-}
-
-// testOneEntryPerCall checks that weight costs nothing: a 100-unit call
-// writes one entry, like a 1-unit call.
-func testOneEntryPerCall(t *testing.T, b *backend) {
+// testSliceHoldsItsCalls: the calls of one slice of a window (a
+// thousandth of it) are counted in one entry, whatever their units, dated
+// at the latest of them; a call in a later slice closes it into the log.
+func testSliceHoldsItsCalls(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter(t)
+	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
+	clock := testclock.New(t0)
+	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
-	lim := PerWindow(1000, time.Minute)
+	lim := PerWindow(1000, time.Minute) // slices of 60 ms
 	mustAllow(t, l, s, charge("b", 100, lim))
+	clock.Add(10 * time.Millisecond)
 	mustAllow(t, l, s, charge("b", 1, lim))
 	log, _ := keysOf(l, s, "b", lim)
+	if n, err := b.client.LLen(ctx, log).Result(); err != nil || n != 0 {
+		t.Fatalf("the log holds %d entries (%v) while one slice is open, want 0", n, err)
+	}
+	clock.Add(70 * time.Millisecond)
+	mustAllow(t, l, s, charge("b", 5, lim))
 	entries, err := b.client.LRange(ctx, log, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 {
-		t.Fatalf("log holds %d entries for two calls, want 2: %q", len(entries), entries)
+	want := strconv.FormatInt(t0.Add(10*time.Millisecond).UnixMicro(), 10) + ":101"
+	if len(entries) != 1 || entries[0] != want {
+		t.Fatalf("the log = %q, want the first slice as one entry %q", entries, want)
 	}
-	if got := mustUsage(t, l, s, "b", lim).Used; got != 101 {
-		t.Errorf("used %d, want 101", got)
+	if got := mustUsage(t, l, s, "b", lim).Used; got != 106 {
+		t.Errorf("used %d, want 106", got)
+	}
+	// The first slice leaves when its latest call does, not its first.
+	clock.Set(t0.Add(time.Minute + 5*time.Millisecond))
+	if got := mustUsage(t, l, s, "b", lim).Used; got != 106 {
+		t.Errorf("a minute after the first call: used %d, want 106 until its slice's latest call leaves", got)
+	}
+	clock.Set(t0.Add(time.Minute + 15*time.Millisecond))
+	if got := mustUsage(t, l, s, "b", lim).Used; got != 5 {
+		t.Errorf("a minute after the slice's latest call: used %d, want 5", got)
 	}
 }
 
@@ -109,7 +138,7 @@ func testTTLs(t *testing.T, b *backend) {
 	}
 
 	log, meta := keysOf(l, s, "b", minute)
-	dlog, dmeta := keysOf(l, s, "b", day)
+	_, dmeta := keysOf(l, s, "b", day)
 	untilHoldLeaves := time.Until(hold.Time().Add(time.Minute))
 	untilMidnight := time.Until(dayEnd(first.Time(), la))
 	second := time.Second
@@ -120,9 +149,8 @@ func testTTLs(t *testing.T, b *backend) {
 		// until every entry has left, and at most a window and 2s more
 		{log, untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second},
 		{meta, untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second},
-		{sumOf(l, s, "b", minute), untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second},
-		// until the Pacific midnight, and a moment
-		{dlog, untilMidnight, untilMidnight + 3*second},
+		// until the Pacific midnight, and a moment (the day's one call is
+		// in its open slice, in the meta: it has no log yet)
 		{dmeta, untilMidnight, untilMidnight + 3*second},
 		{pauseKey(l.scopeKey(s), "b"), 29 * second, 32 * second},
 	}
@@ -138,16 +166,16 @@ func testTTLs(t *testing.T, b *backend) {
 	}
 }
 
-// testSameMicrosecond checks that two calls decided in the same microsecond
-// are both recorded, and that entries keep their timestamps digit for digit:
-// Redis prints Lua numbers as %.14g, which would turn 1763771234567891 into
-// 1.7637712345679e+15.
+// testSameMicrosecond checks that three calls decided in the same
+// microsecond, by two processes, are all counted, and that instants are
+// kept digit for digit: Redis prints Lua numbers as %.14g, which would turn
+// 1763771234567891 into 1.7637712345679e+15.
 func testSameMicrosecond(t *testing.T, b *backend) {
 	ctx := context.Background()
 	const us = 1763771234567891
 	clock := testclock.New(time.UnixMicro(us))
 	l := b.limiter(t, WithClock(clock.Now))
-	other := b.limiter(t, WithClock(clock.Now)) // another process, its own ids
+	other := b.limiter(t, WithClock(clock.Now)) // another process
 	s := scope(t, "s")
 	lim := PerWindow(10, time.Minute)
 	for _, lm := range []*Limiter{l, l, other} {
@@ -158,66 +186,46 @@ func testSameMicrosecond(t *testing.T, b *backend) {
 	if got := mustUsage(t, l, s, "b", lim).Used; got != 3 {
 		t.Errorf("used %d after three calls in one microsecond, want 3", got)
 	}
-	log, meta := keysOf(l, s, "b", lim)
-	entries, err := b.client.LRange(ctx, log, 0, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	form := regexp.MustCompile(`^` + strconv.Itoa(us) + `:1:[0-9a-z]+\.[0-9a-z]+$`)
-	seen := map[string]bool{}
-	for _, e := range entries {
-		if !form.MatchString(e) {
-			t.Errorf("entry %q does not match %v", e, form)
-		}
-		if seen[e] {
-			t.Errorf("entry %q written twice", e)
-		}
-		seen[e] = true
-	}
-	if len(entries) != 3 {
-		t.Errorf("log holds %d entries, want 3", len(entries))
-	}
+	_, meta := keysOf(l, s, "b", lim)
 	m, err := b.client.Get(ctx, meta).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// until:head:exp:format
-	if f := strings.Split(m, ":"); len(f) != 4 || f[1] != strconv.Itoa(us) || f[3] != strconv.Itoa(format) {
-		t.Errorf("meta = %q, want the head at %d and format %d", m, us, format)
-	}
-	if sum, err := b.client.Get(ctx, sumOf(l, s, "b", lim)).Result(); err != nil || sum != "3" {
-		t.Errorf("sum = %q (%v), want 3", sum, err)
+	// #2:until:sum:head:exp:origin:slice:open:at:units
+	f := strings.Split(m, ":")
+	const slice = 60000 // a thousandth of a minute, in µs
+	if len(f) != 10 || f[0] != "#"+strconv.Itoa(format) || f[2] != "3" || f[3] != strconv.Itoa(us) ||
+		f[6] != strconv.Itoa(slice) || f[7] != strconv.Itoa(us-us%slice) || f[8] != strconv.Itoa(us) || f[9] != "3" {
+		t.Errorf("meta = %q, want format %d, sum 3, head %d, the open slice from %d holding 3 at %d", m, format, us, us-us%slice, us)
 	}
 }
 
-// testMetaRebuilt checks that a lost running sum is rebuilt from the log.
+// testMetaRebuilt checks that a lost meta is rebuilt from the log: the
+// closed slices still count; the open one, kept in the meta, is lost with
+// it (the README asks for noeviction).
 func testMetaRebuilt(t *testing.T, b *backend) {
 	ctx := context.Background()
-	l := b.limiter(t)
+	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
+	clock := testclock.New(t0)
+	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
 	lim := PerWindow(7, time.Minute)
 	for range 3 {
 		mustAllow(t, l, s, charge("b", 2, lim))
+		clock.Add(100 * time.Millisecond) // a slice each
 	}
 	_, meta := keysOf(l, s, "b", lim)
-	sumKey := sumOf(l, s, "b", lim)
-	if err := b.client.Del(ctx, sumKey).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if r := mustAllow(t, l, s, charge("b", 2, lim)); r.OK() {
-		t.Error("admitted 2 units on top of 6 of 7: the sum was not rebuilt from the log")
-	}
-	if got := mustUsage(t, l, s, "b", lim).Used; got != 6 {
-		t.Errorf("used %d, want 6", got)
-	}
-	if sum, err := b.client.Get(ctx, sumKey).Result(); err != nil || sum != "6" {
-		t.Errorf("sum = %q (%v), want it rewritten as 6", sum, err)
-	}
 	if err := b.client.Del(ctx, meta).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if r := mustAllow(t, l, s, charge("b", 2, lim)); r.OK() {
-		t.Error("admitted 2 units on top of 6 of 7 with the meta lost")
+	if r := mustAllow(t, l, s, charge("b", 4, lim)); r.OK() {
+		t.Error("admitted 4 units on top of the 4 of the closed slices: the meta was not rebuilt from the log")
+	}
+	if got := mustUsage(t, l, s, "b", lim).Used; got != 4 {
+		t.Errorf("used %d, want the 4 of the closed slices", got)
+	}
+	if m, err := b.client.Get(ctx, meta).Result(); err != nil || !strings.HasPrefix(m, "#2:") || strings.Split(m, ":")[2] != "4" {
+		t.Errorf("meta = %q (%v), want it rewritten with a sum of 4", m, err)
 	}
 }
 
@@ -251,9 +259,9 @@ func testHostileNames(t *testing.T, b *backend) {
 }
 
 // testLogEvicted documents what eviction costs. A log evicted alone is
-// covered by its sum until the log's oldest entry would have left the
-// window; a meta or sum evicted alone is rebuilt from the log
-// (testMetaRebuilt). All evicted take their units with them, and those may
+// covered by the meta's sum until the log's oldest entry would have left
+// the window; a meta evicted alone is rebuilt from the log, less its open
+// slice (testMetaRebuilt). All evicted take their units with them, and those may
 // be spent again: the README asks for noeviction.
 func testLogEvicted(t *testing.T, b *backend) {
 	ctx := context.Background()
@@ -268,7 +276,7 @@ func testLogEvicted(t *testing.T, b *backend) {
 	if r := mustAllow(t, l, s, charge("b", 1, lim)); r.OK() {
 		t.Error("with only its log evicted, the limit admitted more: the sum should still hold the count")
 	}
-	if err := b.client.Del(ctx, meta, sumOf(l, s, "b", lim)).Err(); err != nil {
+	if err := b.client.Del(ctx, meta).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if r := mustAllow(t, l, s, charge("b", 10, lim)); !r.OK() {

@@ -42,7 +42,7 @@ func (l *Limiter) Usage(ctx context.Context, scope, bucket string, limit Limit) 
 	w := l.window(scope, bucket, limit)
 	now, clockArg := l.clockArg()
 	args := []any{clockArg, l.span(w, limit, &now)}
-	keys := []string{w.log, w.meta, w.sum, w.pause, w.scopePause}
+	keys := []string{w.log, w.meta, w.pause, w.scopePause}
 	v, err := usageScript.Run(ctx, l.client, keys, args...).Int64Slice()
 	if err != nil {
 		return Usage{}, redisError(ctx, "usage", err)

@@ -2,7 +2,7 @@
 --
 -- Needs: clock.lua, log.lua.
 --
--- KEYS: log, meta, sum, the bucket's pause, the scope's pause
+-- KEYS: log, meta, the bucket's pause, the scope's pause
 -- ARGV: clock, span (see limit())
 --
 -- Reply: {now, used, held, nextfree, reset, resume}
@@ -14,13 +14,13 @@
 --   resume:   when the latest pause of the bucket or scope ends (0: none)
 
 local now = clock(ARGV[1])
-local L = limit(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
+local L = limit(KEYS[1], KEYS[2], ARGV[2])
 local c = cut(L, now)
 if not c then
   return redis.error_reply('ERR tollgate: clock outside the calendar days sent')
 end
-local read = redis.call('MGET', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-load(L, read[1], read[2])
+local read = redis.call('MGET', KEYS[2], KEYS[3], KEYS[4])
+load(L, read[1])
 
 -- Units counted at now: the sum less what has left, entries and leases.
 local used, first, latest = 0, nil, L.tail
@@ -47,6 +47,7 @@ end
 
 local held = 0
 if used > 0 and L.sum > L.leased and L.tail > now then
+  if L.open.u > 0 then held = L.open.u end
   local from = 1
   while true do
     local batch = redis.call('LRANGE', L.log, -(from + BATCH - 1), -from)
@@ -77,7 +78,7 @@ else
 end
 
 local resume = 0
-for i = 3, 4 do
+for i = 2, 3 do
   local u = pause_end(KEYS[i + 1], read[i])
   if u and u > resume then resume = u end
 end

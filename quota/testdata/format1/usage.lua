@@ -1,5 +1,6 @@
--- usage.lua (after log.lua): read, writing nothing, how much of one limit is
--- spent at now.
+-- usage.lua: read, writing nothing, how much of one limit is spent at now.
+--
+-- Needs: clock.lua, log.lua.
 --
 -- KEYS: log, meta, sum, the bucket's pause, the scope's pause
 -- ARGV: clock, span (see limit())
@@ -18,8 +19,8 @@ local c = cut(L, now)
 if not c then
   return redis.error_reply('ERR tollgate: clock outside the calendar days sent')
 end
-local ms = redis.call('MGET', L.meta, L.sumkey)
-load(L, ms[1], ms[2])
+local read = redis.call('MGET', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+load(L, read[1], read[2])
 
 -- Units counted at now: the sum less what has left, entries and leases.
 local used, first, latest = 0, nil, L.tail
@@ -34,12 +35,12 @@ if L.sum > 0 then
     end
   end
   if L.sum > L.leased and L.head ~= 0 then
-    scan(L, function(ts, cost)
+    scan(L, function(ts, units)
       if ts > c then
         if not first or ts < first then first = ts end
         return true
       end
-      used = used - cost
+      used = used - units
     end)
   end
 end
@@ -51,12 +52,12 @@ if used > 0 and L.sum > L.leased and L.tail > now then
     local batch = redis.call('LRANGE', L.log, -(from + BATCH - 1), -from)
     local done = #batch < BATCH
     for i = #batch, 1, -1 do
-      local ts, cost = entry(batch[i])
+      local ts, units = entry(L.log, batch[i])
       if ts <= now then
         done = true
         break
       end
-      held = held + cost
+      held = held + units
     end
     if done then break end
     from = from + BATCH
@@ -76,8 +77,8 @@ else
 end
 
 local resume = 0
-for _, u in ipairs(redis.call('MGET', KEYS[4], KEYS[5])) do
-  u = tonumber(u)
+for i = 3, 4 do
+  local u = pause_end(KEYS[i + 1], read[i])
   if u and u > resume then resume = u end
 end
 return {now, used, held, nextfree, reset, resume}

@@ -1,14 +1,19 @@
--- log.lua: the weighted sliding log, shared by the scripts that follow it
--- (the Go side prepends it to reserve.lua after fast.lua, and to usage.lua
--- and pause.lua).
+-- log.lua: the weighted sliding log, shared by the scripts that decide,
+-- record, read usage and lease.
+--
+-- Provides: FORMAT, BATCH, format_error(), entry(), pause_end(), limit(),
+-- day(), cut(), scan(), load(), expire(), fit(), append(), save().
+-- Needs: nothing; the script that follows it reads its own clock (fast.lua
+-- or clock.lua, prepended before this part).
 --
 -- Each bucket window of a scope has three keys: a log, a list of
--- "<µs>:<cost>:<id>" entries oldest first, one per admitted call whatever
--- its cost; its sum, an integer, the units counted; and a meta string
--- "<until>:<head>:<exp>" followed by ";<id>=<end>:<units>" per lease:
--- until when fast.lua may decide on this window alone (16 digits, zero
--- padded: fast.lua compares it as text), the instant of the oldest entry,
--- the instant the keys expire, and the leases (lease.lua).
+-- "<µs>:<units>:<id>" entries oldest first, one per admitted call whatever
+-- its units; its sum, an integer, the units counted; and a meta string
+-- "<until>:<head>:<exp>:<format>" followed by ";<id>=<end>:<units>" per
+-- lease: until when fast.lua may decide on this window alone (16 digits,
+-- zero padded: fast.lua compares it as text), the instant of the oldest
+-- entry, the instant the keys expire, the Redis format (keys.go), and the
+-- leases (lease.lua).
 -- A lease counts in the sum from the moment it is taken, and leaves the
 -- window as an entry dated at its end would: the units a process spends
 -- from it at any instant of its life stay counted a full window after that
@@ -24,6 +29,11 @@
 -- A pause is a key holding the instant spending may resume, one per bucket
 -- and one for the whole scope, read with the metas and sums in one MGET.
 --
+-- Every value is read strictly: a meta, sum, entry or pause that is not
+-- exactly of this format stops the script with a FORMAT error rather than
+-- being taken for missing, so that a process never misreads state written
+-- by another format of tollgate sharing the Redis.
+--
 -- Timestamps are integer microseconds. Lua numbers are doubles, exact up to
 -- 2^53 µs (the year 2255). Numbers become strings through
 -- string.format('%d'), never tostring or '..', which print %.14g in Redis.
@@ -33,19 +43,32 @@
 -- and once read: sum, tail, head (0: no entry), exp, leases ({id, e, u}
 -- each), leased (their units).
 
+-- The format this file reads and writes; keys.go says when it changes.
+local FORMAT = '1'
+
 local BATCH = 128
 
--- The instant and cost of an entry.
-local function entry(e)
-  local ts, cost = string.match(e, '^(%d+):(%d+):')
-  return tonumber(ts), tonumber(cost)
+-- Stop the script: what key holds is not of this format. The limiter
+-- finds the message by its "FORMAT tollgate: " start, whatever Redis wraps
+-- around a script's error.
+local function format_error(key, what)
+  error('FORMAT tollgate: ' .. key .. ' holds ' .. what ..
+    ' of a Redis format this tollgate cannot read (it reads format ' .. FORMAT .. ')', 0)
 end
 
--- The decision's clock: the caller's, when it sent one, else the server's.
-local function clock(arg)
-  if arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- The instant and units of an entry of log.
+local function entry(log, e)
+  local ts, units = string.match(e, '^(%d+):(%d+):')
+  if not ts then format_error(log, 'an entry') end
+  return tonumber(ts), tonumber(units)
+end
+
+-- The instant a pause key holds, or nil when it is not set.
+local function pause_end(key, v)
+  if not v then return nil end
+  local u = string.match(v, '^%d+$')
+  if not u then format_error(key, 'a pause') end
+  return tonumber(u)
 end
 
 -- A limit of the window named by span: its length in µs, or for a calendar
@@ -81,14 +104,13 @@ local function cut(L, t)
   return start - 1
 end
 
--- Call f(ts, cost) on the entries, oldest first, until it returns a value.
+-- Call f(ts, units) on the entries, oldest first, until it returns a value.
 local function scan(L, f)
   local from = 0
   while true do
     local batch = redis.call('LRANGE', L.log, from, from + BATCH - 1)
     for i = 1, #batch do
-      local ts, cost = entry(batch[i])
-      local r = f(ts, cost)
+      local r = f(entry(L.log, batch[i]))
       if r then return r end
     end
     if #batch < BATCH then return nil end
@@ -97,38 +119,42 @@ local function scan(L, f)
 end
 
 -- Read a window's meta m and sum s (each a string or false) into L, with
--- the newest entry's instant from the log. When either is missing or
--- unreadable, rebuild both from the log and mark L dirty so that they are
--- written back.
+-- the newest entry's instant from the log. When either is missing (never
+-- written, or evicted), rebuild both from the log and mark L dirty so that
+-- they are written back. A meta without its format field was written
+-- before formats were numbered, in this same encoding.
 local function load(L, m, s)
   L.leases, L.leased = {}, 0
-  if m and s and tonumber(s) then
-    local hd, ex, rest = string.match(m, '^%d+:(%d+):(%d+)(.*)$')
-    if hd then
-      L.sum, L.head, L.exp, L.tail = tonumber(s), tonumber(hd), tonumber(ex), 0
-      for id, e, u in string.gmatch(rest, ';([^=;]+)=(%d+):(%d+)') do
-        u = tonumber(u)
-        L.leases[#L.leases + 1] = {id = id, e = tonumber(e), u = u}
-        L.leased = L.leased + u
-      end
-      if L.sum > L.leased then
-        local last = redis.call('LINDEX', L.log, -1)
-        if last then
-          L.tail = entry(last)
-        else
-          -- The log is gone (evicted): its sum still counts until its
-          -- oldest entry would have left, when expire() finds it empty.
-          L.tail = L.head
-        end
-      end
-      return
+  if m and s then
+    local hd, ex, fmt, rest = string.match(m, '^%d+:(%d+):(%d+)(:?%d*)(.*)$')
+    if not hd or (fmt ~= '' and fmt ~= ':' .. FORMAT) or
+        string.gsub(rest, ';[^=;]+=%d+:%d+', '') ~= '' then
+      format_error(L.meta, 'a meta')
     end
+    if not string.match(s, '^%d+$') then format_error(L.sumkey, 'a sum') end
+    L.sum, L.head, L.exp, L.tail = tonumber(s), tonumber(hd), tonumber(ex), 0
+    for id, e, u in string.gmatch(rest, ';([^=;]+)=(%d+):(%d+)') do
+      u = tonumber(u)
+      L.leases[#L.leases + 1] = {id = id, e = tonumber(e), u = u}
+      L.leased = L.leased + u
+    end
+    if L.sum > L.leased then
+      local last = redis.call('LINDEX', L.log, -1)
+      if last then
+        L.tail = entry(L.log, last)
+      else
+        -- The log is gone (evicted): its sum still counts until its
+        -- oldest entry would have left, when expire() finds it empty.
+        L.tail = L.head
+      end
+    end
+    return
   end
   L.sum, L.tail, L.head, L.exp, L.dirty = 0, 0, 0, 0, true
-  scan(L, function(ts, cost)
+  scan(L, function(ts, units)
     if L.sum == 0 then L.head = ts end
     L.tail = ts
-    L.sum = L.sum + cost
+    L.sum = L.sum + units
   end)
 end
 
@@ -166,18 +192,18 @@ local function expire(L, c, all)
     local batch = redis.call('LRANGE', L.log, 0, BATCH - 1)
     local k = 0
     for i = 1, #batch do
-      local ts, cost = entry(batch[i])
+      local ts, units = entry(L.log, batch[i])
       if ts > c then break end
       k = i
-      listed = listed - cost
+      listed = listed - units
     end
     if k > 0 then redis.call('LTRIM', L.log, k, -1) end
     if k < #batch then
-      L.head = entry(batch[k + 1])
+      L.head = entry(L.log, batch[k + 1])
     elseif #batch < BATCH then
       listed = 0 -- the log is empty; this also heals a sum the log disagrees with
     else
-      L.head = entry(batch[#batch])
+      L.head = entry(L.log, batch[#batch])
     end
   until not all or listed <= 0 or L.head > c
   if listed <= 0 then listed, L.head = 0, 0 end
@@ -185,13 +211,13 @@ local function expire(L, c, all)
 end
 
 -- The earliest instant t >= t0 at which what still counts leaves room for
--- cost. From t0 on nothing enters the window (no entry is dated after
+-- units more. From t0 on nothing enters the window (no entry is dated after
 -- t0, and a lease ends by its end), so the first instant that fits is the
 -- one at which enough of the earliest to leave have left: entries and
 -- leases, in the order they leave. nil: beyond the calendar sent.
-local function fit(L, t0, cost)
+local function fit(L, t0, units)
   if L.window > 0 then
-    local excess = L.sum + cost - L.units
+    local excess = L.sum + units - L.units
     if excess <= 0 then return t0 end
     local ls = {}
     for i, x in ipairs(L.leases) do ls[i] = x end
@@ -203,10 +229,10 @@ local function fit(L, t0, cost)
         if gone >= excess then return last + L.window end
       end
     end
-    local t = scan(L, function(ts, c)
+    local t = scan(L, function(ts, u)
       local lt = leases_until(ts)
       if lt then return lt end
-      gone, last = gone + c, math.max(last, ts)
+      gone, last = gone + u, math.max(last, ts)
       if gone >= excess then return last + L.window end
     end) or leases_until(math.huge) or (math.max(L.tail, last) + L.window)
     if t < t0 then t = t0 end
@@ -217,15 +243,15 @@ local function fit(L, t0, cost)
   local counted = L.sum
   if L.head ~= 0 and L.head < start then
     -- t0 lies in a later day than some entries: those no longer count.
-    scan(L, function(ts, c)
+    scan(L, function(ts, u)
       if ts >= start then return true end
-      counted = counted - c
+      counted = counted - u
     end)
   end
   for _, x in ipairs(L.leases) do
     if x.e < start then counted = counted - x.u end
   end
-  if counted + cost <= L.units then return t0 end
+  if counted + units <= L.units then return t0 end
   if not day(L, finish) then return nil end
   return finish
 end
@@ -267,7 +293,7 @@ local function save(L, now)
       till = math.min(finish or now, L.exp - 1000000)
     end
   end
-  local parts = {string.format('%016d:%d:%d', till, L.head, L.exp)}
+  local parts = {string.format('%016d:%d:%d:', till, L.head, L.exp), FORMAT}
   for _, x in ipairs(L.leases) do
     parts[#parts + 1] = string.format(';%s=%d:%d', x.id, x.e, x.u)
   end
@@ -281,4 +307,16 @@ local function save(L, now)
     redis.call('SET', L.meta, meta, 'KEEPTTL')
     redis.call('SET', L.sumkey, sum, 'KEEPTTL')
   end
+end
+
+-- Append an entry of units dated at, no earlier than the log's newest, to
+-- L's log, and write L back.
+local function append(L, at, units, id, now)
+  if redis.call('RPUSH', L.log, string.format('%d:%d:', at, units) .. id) == 1 then
+    L.exp = 0 -- a new list: it has no TTL yet
+  end
+  if L.head == 0 then L.head = at end
+  L.sum = L.sum + units
+  L.tail = at
+  save(L, now)
 end
