@@ -12,7 +12,7 @@ import (
 )
 
 // Descriptions. The windows' keys say what is spent, not what may be: a
-// log and a sum do not know their limit. A process that decides on a
+// log and a meta do not know their limit. A process that decides on a
 // bucket may leave a Description of it in Redis, so that a tool reading
 // Redis without the program's configuration (cmd/tollgate status) can tell
 // used from limit. A Description holds names and numbers only: nothing

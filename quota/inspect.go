@@ -40,7 +40,7 @@ func (l *Limiter) Activity(ctx context.Context, scope, bucket string, limit Limi
 	slots := l.slotKeys(slotKey{scope, bucket})
 	room := l.backgroundKeys(scope)
 	now, clockArg := l.clockArg()
-	keys := []string{w.log, w.meta, w.sum, slots[0], slots[2], room[1]}
+	keys := []string{w.log, w.meta, slots[0], slots[2], room[1]}
 	v, err := inspectScript.Run(ctx, l.client, keys, clockArg, l.span(w, limit, &now)).Int64Slice()
 	if err != nil {
 		return Activity{}, redisError(ctx, "activity", err)

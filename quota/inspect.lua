@@ -5,7 +5,7 @@
 --
 -- Needs: clock.lua, log.lua.
 --
--- KEYS: log, meta, sum (a window of the bucket), the bucket's slot
+-- KEYS: log, meta (a window of the bucket), the bucket's slot
 --       holders, its slot waiting room's alive set, the scope's background
 --       room's alive set
 -- ARGV: clock, span (see limit())
@@ -13,9 +13,8 @@
 --         slots held, slot waiters, background waiters}
 
 local now = clock(ARGV[1])
-local L = limit(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
-local read = redis.call('MGET', KEYS[2], KEYS[3])
-load(L, read[1], read[2])
+local L = limit(KEYS[1], KEYS[2], ARGV[2])
+load(L, redis.call('GET', KEYS[2]))
 
 -- A lease is out until its end; after it, what it spent counts as an
 -- entry would. Records whose id starts with '~' are not leases but units
@@ -31,4 +30,4 @@ end
 -- Holders and waiters count until the instant they expire.
 local after = '(' .. string.format('%d', now)
 local function live(key) return redis.call('ZCOUNT', key, after, '+inf') end
-return {now, n, units, last, live(KEYS[4]), live(KEYS[5]), live(KEYS[6])}
+return {now, n, units, last, live(KEYS[3]), live(KEYS[4]), live(KEYS[5])}
