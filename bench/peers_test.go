@@ -21,35 +21,82 @@ const callers = 50
 
 // parallel runs op from callers goroutines and reports decisions/s, and,
 // given a client, the server's own time per call of the command cmd (from
-// INFO commandstats): what one decision costs Redis's single thread.
+// INFO commandstats) and its main thread's CPU time per op (INFO cpu):
+// what one decision costs Redis's single thread.
 func parallel(b *testing.B, rdb *redis.Client, cmd string, op func(ctx context.Context, i int) error) {
 	b.Helper()
+	parallelBy(b, callers, rdb, cmd, op)
+}
+
+// parallelBy is parallel with n goroutines: one runs op in a loop, more
+// are rounded up to a multiple of GOMAXPROCS.
+func parallelBy(b *testing.B, n int, rdb *redis.Client, cmd string, op func(ctx context.Context, i int) error) {
+	b.Helper()
 	ctx := context.Background()
+	var cpu float64
 	if rdb != nil {
 		rdb.ConfigResetStat(ctx)
+		cpu = serverCPU(b, rdb)
 	}
-	procs := runtime.GOMAXPROCS(0)
-	b.SetParallelism((callers + procs - 1) / procs)
 	b.ReportAllocs()
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
+	if n == 1 {
+		for i := range b.N {
 			if err := op(ctx, i); err != nil {
-				b.Error(err)
-				return
+				b.Fatal(err)
 			}
-			i++
 		}
-	})
+	} else {
+		procs := runtime.GOMAXPROCS(0)
+		b.SetParallelism((n + procs - 1) / procs)
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				if err := op(ctx, i); err != nil {
+					b.Error(err)
+					return
+				}
+				i++
+			}
+		})
+	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	if rdb != nil {
 		b.ReportMetric(serverMicros(b, rdb, cmd), "redis-µs/op")
+		b.ReportMetric((serverCPU(b, rdb)-cpu)/float64(b.N), "redis-cpu-µs/op")
 	}
+}
+
+// serverCPU reads the CPU time (µs) Redis's main thread has used: reading
+// requests, running commands, writing replies. Unlike the commands' own
+// times it does not count the moments the thread waited for a core, so it
+// holds steadier on a shared machine.
+func serverCPU(b *testing.B, rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user_main_thread" || k == "used_cpu_sys_main_thread") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s", line)
+			}
+			total += f * 1e6
+		}
+	}
+	return total
 }
 
 // serverMicros reads the server's time per call of cmd since the last reset.
 func serverMicros(b *testing.B, rdb *redis.Client, cmd string) float64 {
+	return commandStat(b, rdb, cmd, "usec_per_call")
+}
+
+// commandStat reads one field of cmd's line in INFO commandstats.
+func commandStat(b *testing.B, rdb *redis.Client, cmd, field string) float64 {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
@@ -58,10 +105,10 @@ func serverMicros(b *testing.B, rdb *redis.Client, cmd string) float64 {
 		if !strings.HasPrefix(line, "cmdstat_"+cmd+":") {
 			continue
 		}
-		for _, field := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
-			if v, ok := strings.CutPrefix(field, "usec_per_call="); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				return f
+		for _, f := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
+			if v, ok := strings.CutPrefix(f, field+"="); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				return n
 			}
 		}
 	}
