@@ -191,7 +191,7 @@ func known(ctx context.Context, lim *quota.Limiter, conn *connection, scope, buc
 func (c *cli) reached(r quota.Reach, wait time.Duration, what string) error {
 	switch {
 	case r.Listening == 0:
-		fmt.Fprintf(c.stdout, "no process was listening: each sees the %s at its next decision in Redis\n", what)
+		fmt.Fprintf(c.stdout, "no process was listening (none holds a lease or remembers a refusal): each reads the %s in Redis at its next decision\n", what)
 	case r.Applied == r.Listening:
 		if r.Listening == 1 {
 			fmt.Fprintln(c.stdout, "the 1 process listening applied it")
