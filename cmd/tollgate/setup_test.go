@@ -31,8 +31,16 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{server: redistest.Start(t)}
+	e := upstreamOnly(t)
+	e.server = redistest.Start(t)
 	e.url = "redis://" + e.server.Addr
+	return e
+}
+
+// upstreamOnly is an env with the upstream alone, for a Redis of the
+// test's own.
+func upstreamOnly(t *testing.T) *env {
+	e := &env{}
 	e.upstream = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.arrived.Add(1)
 		io.WriteString(w, "ok")
