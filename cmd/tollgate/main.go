@@ -5,8 +5,8 @@
 // Usage:
 //
 //	tollgate status [-scope S] [-watch [-every D]] [-json]
-//	tollgate pause  -scope S [-bucket B] -for D -reason TEXT
-//	tollgate resume -scope S [-bucket B]
+//	tollgate pause  -scope S [-bucket B] -for D -reason TEXT [-wait D]
+//	tollgate resume -scope S [-bucket B] [-wait D]
 //	tollgate spend  -scope S -bucket B -units N
 //
 // Every command takes -redis URL (or the environment variable
@@ -17,9 +17,10 @@
 // status needs no cost table: it finds the scopes by SCAN and reads the
 // limits each process leaves in Redis beside its windows (a description:
 // names and numbers, nothing secret). pause and resume return once every
-// process listening has applied them (up to -wait): processes spending
-// from leases, and processes remembering refusals, are told at once; the
-// others read the pause in Redis at their next decision. spend records
+// process listening has applied them (up to -wait, 5s by default, then
+// exit status 1): processes spending from leases, and processes
+// remembering refusals, are told at once; the others read the pause in
+// Redis at their next decision. spend records
 // units spent outside tollgate, so that every process counts them.
 //
 // Exit status: 0 on success, 1 when the command failed (Redis unreachable,
