@@ -222,7 +222,7 @@ func (t *Transport) gates(ctx context.Context, d *decider, c *call, scope string
 			gates = append(gates, g)
 		}
 	}
-	t.held.add(gates)
+	t.held.add(gates, scope, nil)
 	return gates, nil
 }
 
@@ -350,28 +350,33 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 		}
 		return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: r.Delay()}
 	}
-	if r.Delay() > 0 {
+	waits := r.Delay() > 0
+	start := t.now()
+	if waits {
 		t.waiting(ctx, c, r)
 	}
 	hctx := wctx
-	if keys := t.announcedKeys(c); len(keys) > 0 && r.Delay() > 0 {
+	if keys := t.announcedKeys(c); len(keys) > 0 && waits {
 		var stop context.CancelCauseFunc
 		hctx, stop = context.WithCancelCause(wctx)
 		defer stop(nil)
 		t.holds.add(keys, r, stop)
 		defer t.holds.remove(keys, r)
 	}
-	if err := r.Wait(hctx); err != nil {
+	err = r.Wait(hctx)
+	if err != nil {
 		o.res = nil // Wait gave the hold back
-		if errors.Is(context.Cause(hctx), errRedecide) {
-			return o, errRedecide
+		switch {
+		case errors.Is(context.Cause(hctx), errRedecide):
+			err = errRedecide
+		case ctx.Err() == nil:
+			err = &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: time.Until(deadline)}
 		}
-		if ctx.Err() == nil {
-			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: time.Until(deadline)}
-		}
-		return o, err
 	}
-	return o, nil
+	if waits {
+		t.waitEnded(ctx, c, r, start, err)
+	}
+	return o, err
 }
 
 // callerDeadlinePassed reports whether the caller's own deadline is past,

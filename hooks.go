@@ -53,6 +53,10 @@ type Decision struct {
 	// Settled reports, to OnSettle, the request's true cost read from its
 	// response: Charges are then what it counts now.
 	Settled bool
+	// Estimate is, for OnSettle, the charges the request was admitted
+	// with, e.g. [{tokens 1000}] for a call that Charges now count at
+	// [{tokens 220}].
+	Estimate []costs.Charge
 	// Err is why the request was not sent, when it was not: a *QuotaError,
 	// an *UnavailableError while Redis is down and the endpoint fails
 	// closed, or the context's error.
@@ -61,9 +65,40 @@ type Decision struct {
 
 // A DecisionHook is called with a request's Decision: as OnDecision, once
 // per request, after the decision and any wait, before the request is sent
-// (or instead, when it is not); as OnWait, when it starts to wait. It runs
-// on the request's goroutine: keep it quick, and safe for concurrent use.
+// (or instead, when it is not); as OnWait, when it starts to wait; as
+// OnWaitEnd, when that wait ends. It runs on the request's goroutine: keep
+// it quick, and safe for concurrent use.
 type DecisionHook func(ctx context.Context, d Decision)
+
+// A SlotHook is called when a request takes a slot of a bucket's cap on
+// requests in flight (Bucket.InFlight), held true, and when it gives the
+// slot back, held false: once each per slot, so that the slots a process
+// holds are the takes less the gives. It runs on the goroutine that took
+// or gave the slot (the request's, its body reader's, or Close's): keep
+// it quick, and safe for concurrent use.
+type SlotHook func(scope, bucket string, held bool)
+
+// An UpstreamPause reports that the upstream answered a request that its
+// quota is spent, so that every worker holds off: never a credential;
+// Scope is a pool's name or a hash.
+type UpstreamPause struct {
+	// Endpoint is the request's endpoint, e.g. "search.list".
+	Endpoint string
+	// Scope is the pool paused, e.g. "project-a".
+	Scope string
+	// Buckets are the buckets paused; none means the whole scope.
+	Buckets []string
+	// For is how long every worker holds off, e.g. 10s.
+	For time.Duration
+	// Reason is the upstream's reason (Verdict.Reason), e.g.
+	// "quotaExceeded", or else the response's status code, e.g. "429".
+	Reason string
+}
+
+// A PauseHook is called when the upstream's answer to a request paused
+// its scope or buckets, on the request's goroutine. Keep it quick, and
+// safe for concurrent use.
+type PauseHook func(ctx context.Context, p UpstreamPause)
 
 // A Switch reports that the Transport's view of Redis changed.
 type Switch struct {
@@ -141,6 +176,15 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 func (t *Transport) waiting(ctx context.Context, c *call, r *quota.Reservation) {
 	if t.cfg.OnWait != nil {
 		t.cfg.OnWait(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Charges: c.endpoint.Charges, Admitted: true, At: r.Time()})
+	}
+}
+
+// waitEnded calls the wait-end hook for a request whose wait for r, begun
+// at start, ended: its turn came (err nil), or it did not.
+func (t *Transport) waitEnded(ctx context.Context, c *call, r *quota.Reservation, start time.Time, err error) {
+	if t.cfg.OnWaitEnd != nil {
+		t.cfg.OnWaitEnd(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Charges: c.endpoint.Charges,
+			Admitted: err == nil, Waited: t.now().Sub(start), At: r.Time(), Err: err})
 	}
 }
 

@@ -51,5 +51,12 @@ func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Res
 	t.log(ctx, slog.LevelWarn, "tollgate: upstream reports its quota spent",
 		slog.String("endpoint", qe.Endpoint), slog.String("scope", qe.Scope),
 		slog.Any("buckets", v.Buckets), slog.Duration("pause", v.Pause), slog.Int("status", resp.StatusCode))
+	if t.cfg.OnPause != nil {
+		reason := v.Reason
+		if reason == "" {
+			reason = strconv.Itoa(resp.StatusCode)
+		}
+		t.cfg.OnPause(ctx, UpstreamPause{Endpoint: qe.Endpoint, Scope: qe.Scope, Buckets: v.Buckets, For: v.Pause, Reason: reason})
+	}
 	return nil, qe
 }

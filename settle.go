@@ -115,7 +115,8 @@ func (t *Transport) settle(ctx context.Context, c *call, o outcome, told []settl
 	}
 	err := errors.Join(errs...)
 	if t.cfg.OnSettle != nil {
-		t.cfg.OnSettle(ctx, Decision{Endpoint: c.endpoint.Name, Scope: o.scope(c), Charges: charges, Admitted: true, At: o.res.Time(), Settled: true, Err: err})
+		t.cfg.OnSettle(ctx, Decision{Endpoint: c.endpoint.Name, Scope: o.scope(c), Charges: charges, Estimate: c.endpoint.Charges,
+			Admitted: true, At: o.res.Time(), Settled: true, Err: err})
 	}
 	if err != nil {
 		t.log(ctx, slog.LevelWarn, "tollgate: could not settle a request's true cost; it keeps its estimate",

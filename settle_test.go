@@ -99,8 +99,9 @@ func TestSettleFromTheBody(t *testing.T) {
 		t.Errorf("used %d tokens after a call that cost 220 (estimated 1,000)", used)
 	}
 	s := r.settled.list()
-	if len(s) != 1 || !s[0].Settled || s[0].Err != nil || s[0].Charges[0] != (costs.Charge{Bucket: "tokens", Units: 220}) {
-		t.Errorf("OnSettle saw %+v, want one settlement to 220 tokens", s)
+	if len(s) != 1 || !s[0].Settled || s[0].Err != nil || s[0].Charges[0] != (costs.Charge{Bucket: "tokens", Units: 220}) ||
+		len(s[0].Estimate) != 1 || s[0].Estimate[0] != (costs.Charge{Bucket: "tokens", Units: 1000}) {
+		t.Errorf("OnSettle saw %+v, want one settlement of the 1,000 tokens estimated to 220", s)
 	}
 }
 

@@ -59,7 +59,12 @@ func (t *Transport) takeSlots(ctx context.Context, d *decider, c *call, scope st
 		}
 		slots = append(slots, s)
 	}
-	t.held.add(slots)
+	t.held.add(slots, scope, buckets)
+	if t.cfg.OnSlot != nil {
+		for _, b := range buckets {
+			t.cfg.OnSlot(scope, b, true)
+		}
+	}
 	return slots, nil
 }
 
@@ -69,7 +74,7 @@ func (t *Transport) releaseSlots(ctx context.Context, slots []*quota.Slot) {
 	if len(slots) == 0 {
 		return
 	}
-	t.held.remove(slots)
+	t.gaveBack(t.held.remove(slots))
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	for _, s := range slots {
@@ -77,40 +82,72 @@ func (t *Transport) releaseSlots(ctx context.Context, slots []*quota.Slot) {
 	}
 }
 
-// heldSlots are the slots of the Transport's requests still in flight.
-type heldSlots struct {
-	mu    sync.Mutex
-	slots map[*quota.Slot]struct{}
+// gaveBack tells the slot hook of the caps' slots given back.
+func (t *Transport) gaveBack(caps []heldSlot) {
+	if t.cfg.OnSlot != nil {
+		for _, k := range caps {
+			t.cfg.OnSlot(k.scope, k.bucket, false)
+		}
+	}
 }
 
-func (h *heldSlots) add(slots []*quota.Slot) {
+// heldSlots are the slots of the Transport's requests still in flight:
+// those of caps, with their scope and bucket for the slot hook, and the
+// gates of buckets still learning their limit.
+type heldSlots struct {
+	mu    sync.Mutex
+	slots map[*quota.Slot]heldSlot
+}
+
+// heldSlot is what a held slot belongs to; a gate's bucket is "".
+type heldSlot struct{ scope, bucket string }
+
+// add holds slots; buckets are those of a cap's slots, in the same order,
+// and nil for gates.
+func (h *heldSlots) add(slots []*quota.Slot, scope string, buckets []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.slots == nil {
-		h.slots = make(map[*quota.Slot]struct{})
+		h.slots = make(map[*quota.Slot]heldSlot)
 	}
-	for _, s := range slots {
-		h.slots[s] = struct{}{}
+	for i, s := range slots {
+		k := heldSlot{scope: scope}
+		if buckets != nil {
+			k.bucket = buckets[i]
+		}
+		h.slots[s] = k
 	}
 }
 
-func (h *heldSlots) remove(slots []*quota.Slot) {
+// remove forgets slots, and returns what the caps' slots among them, that
+// were held until now, belong to.
+func (h *heldSlots) remove(slots []*quota.Slot) []heldSlot {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var caps []heldSlot
 	for _, s := range slots {
+		if k, ok := h.slots[s]; ok && k.bucket != "" {
+			caps = append(caps, k)
+		}
 		delete(h.slots, s)
 	}
+	return caps
 }
 
-// releaseAll gives back every slot still held.
-func (h *heldSlots) releaseAll(ctx context.Context) error {
+// releaseAll gives back every slot still held, and returns what the caps'
+// slots among them belonged to.
+func (h *heldSlots) releaseAll(ctx context.Context) ([]heldSlot, error) {
 	h.mu.Lock()
 	slots := h.slots
 	h.slots = nil
 	h.mu.Unlock()
 	var errs []error
-	for s := range slots {
+	var caps []heldSlot
+	for s, k := range slots {
 		errs = append(errs, s.Release(ctx))
+		if k.bucket != "" {
+			caps = append(caps, k)
+		}
 	}
-	return errors.Join(errs...)
+	return caps, errors.Join(errs...)
 }

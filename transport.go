@@ -103,6 +103,14 @@ type Config struct {
 	// OnDecision follows when the wait ends.
 	OnWait DecisionHook
 
+	// OnWaitEnd, when set, is called when a wait that OnWait reported
+	// ends, once per OnWait: the Decision's Waited is how long it waited,
+	// Admitted whether its turn came, and Err, when it did not, why
+	// (a *QuotaError when MaxWait passed, the context's error when the
+	// caller gave up). A request decided again, because an announcement
+	// changed its bucket's limit while it waited, may wait more than once.
+	OnWaitEnd DecisionHook
+
 	// OnSettle, when set, is called when a response tells a request's true
 	// cost (costs.Rule.Settle): the Decision's Charges are what the request
 	// now counts, and its Err says why an estimate was kept instead.
@@ -116,6 +124,14 @@ type Config struct {
 	// OnSwitch, when set, is called on every switch between Redis and the
 	// outage modes.
 	OnSwitch SwitchHook
+
+	// OnSlot, when set, is called when a request takes a slot of a
+	// bucket's cap on requests in flight, and when it gives it back.
+	OnSlot SlotHook
+
+	// OnPause, when set, is called when a response says the upstream's
+	// quota is spent (see Upstream) and the scope or its buckets pause.
+	OnPause PauseHook
 
 	// Logger, when set, receives a record per refusal (Info), per switch
 	// and per upstream quota signal (Warn), and per admission (Debug).
@@ -261,7 +277,10 @@ func (t *Transport) Close() error {
 	t.described.writing.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return errors.Join(t.leases.endAll(ctx), t.held.releaseAll(ctx))
+	leaseErr := t.leases.endAll(ctx)
+	caps, err := t.held.releaseAll(ctx)
+	t.gaveBack(caps)
+	return errors.Join(leaseErr, err)
 }
 
 // CloseIdleConnections closes the idle connections of Base and of the

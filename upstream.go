@@ -24,6 +24,11 @@ type Verdict struct {
 	// Pause is how long every worker must hold off, e.g. until the next
 	// Pacific midnight for YouTube's quotaExceeded.
 	Pause time.Duration
+	// Reason is the upstream's own name for the refusal, e.g.
+	// "quotaExceeded", for OnPause and metrics: one of the few words the
+	// reader knows, never free text from the response. Empty means the
+	// status code, e.g. "429".
+	Reason string
 }
 
 // An UpstreamFunc reads a response for what it says about the quota: a

@@ -5,6 +5,8 @@ go 1.26.0
 replace github.com/tollgate/tollgate => ../
 
 require (
+	github.com/google/go-github/v75 v75.0.0
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/tollgate/tollgate v0.0.0-00010101000000-000000000000
 	golang.org/x/oauth2 v0.37.0
 	google.golang.org/api v0.309.0
@@ -19,11 +21,11 @@ require (
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/google/s2a-go v0.1.11 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.23 // indirect
 	github.com/googleapis/gax-go/v2 v2.26.2 // indirect
-	github.com/redis/go-redis/v9 v9.22.0 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.69.0 // indirect

@@ -179,10 +179,10 @@ func testLaterFormatRefused(t *testing.T, b *backend) {
 			return map[string]string{w.meta: "#3:" + now + ":whatever"}
 		}},
 		{"meta of this format with unknown fields", func(w *window) map[string]string {
-			return map[string]string{w.meta: "#2:0000000000000000:5:" + now + ":9999999999999999:0:60000:0:" + now + ":5;x"}
+			return map[string]string{w.meta: "#2:0000000000000000:0000000000000000:5:5:" + now + ":" + now + ":9999999999999999:0:60000;x"}
 		}},
 		{"meta of this format cut short", func(w *window) map[string]string {
-			return map[string]string{w.meta: "#2:9999999999999999:5:" + now}
+			return map[string]string{w.meta: "#2:9999999999999999:" + now + ":5"}
 		}},
 		// A format-1 meta is read when its sum is: not one with an
 		// unknown format number or unknown fields, or beside a sum that is

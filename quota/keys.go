@@ -15,7 +15,7 @@ const format = 2
 // (see log.lua):
 //
 //	<prefix>{S}:B:w:log    the closed slices: a list of "<µs>:<units>" entries, oldest first
-//	<prefix>{S}:B:w:meta   "#2:<until µs>:<sum>:<head µs>:<expiry µs>:<origin µs>:<slice µs>:<open µs>:<at µs>:<units>",
+//	<prefix>{S}:B:w:meta   "#2:<until µs>:<open slice's end µs>:<sum>:<open slice's units>:<its latest µs>:<head µs>:<expiry µs>:<origin µs>:<slice µs>",
 //	                       then ";<id>=<end µs>:<units>" per lease
 //	<prefix>{S}:B:pause    the instant (µs) bucket B may spend again, while paused
 //	<prefix>{S}:pause      the same for the whole scope

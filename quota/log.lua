@@ -14,17 +14,18 @@
 -- latest of them, so that each counts at least as long as it would alone.
 -- Its meta is one string,
 --
---   "#2:<until>:<sum>:<head>:<exp>:<origin>:<slice>:<open>:<at>:<units>"
+--   "#2:<until>:<end>:<sum>:<units>:<at>:<head>:<exp>:<origin>:<slice>"
 --
 -- then ";<id>=<end>:<units>" per lease: until when fast.lua may decide on
--- this window alone (16 digits, zero padded: fast.lua compares it as text);
--- the units counted (entries, the open slice and leases); the instant of
--- the oldest entry (0: none); the instant the keys expire; the slice grid
--- (slices start at origin, 0 for a sliding window, the day's midnight for
--- a calendar day, plus whole slices); and the open slice, the newest, kept
--- in the meta until a call falls in a later slice and it joins the log:
--- its start (0: none), the instant of its latest call, and its units. A
--- common decision so writes one key. A window's memory is bounded by its
+-- this window alone; the end of the open slice (0: none), the newest, kept
+-- in the meta until a call falls in a later slice and it joins the log
+-- (both 16 digits, zero padded: fast.lua compares them as text); the units
+-- counted (entries, the open slice and leases); the open slice's units and
+-- the instant of its latest call; the instant of the oldest entry (0:
+-- none); the instant the keys expire; and the slice grid (slices start at
+-- origin, 0 for a sliding window, the day's midnight for a calendar day,
+-- plus whole slices). The fields a common decision changes come first,
+-- and it writes one key. A window's memory is bounded by its
 -- slices, whatever the call rate; a call may wait at most one slice longer
 -- than it would with an entry of its own.
 --
@@ -173,13 +174,14 @@ local function load(L, m)
   L.leases, L.leased, L.open, L.origin, L.slice = {}, 0, {s = 0, t = 0, u = 0}, 0, 0
   local rest
   if m and string.sub(m, 1, 3) == '#2:' then
-    local til, sum, hd, ex, og, sl, os, ot, ou
-    til, sum, hd, ex, og, sl, os, ot, ou, rest = string.match(m,
+    local til, en, sum, ou, ot, hd, ex, og, sl
+    til, en, sum, ou, ot, hd, ex, og, sl, rest = string.match(m,
       '^#2:(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)(.*)$')
     if not til then format_error(L.meta, 'a meta') end
     L.sum, L.head, L.exp = tonumber(sum), tonumber(hd), tonumber(ex)
     L.origin, L.slice = tonumber(og), tonumber(sl)
-    L.open = {s = tonumber(os), t = tonumber(ot), u = tonumber(ou)}
+    en = tonumber(en)
+    L.open = {s = en > 0 and en - L.slice or 0, t = tonumber(ot), u = tonumber(ou)}
   elseif m then
     -- Format 1: "<until>:<head>:<exp>[:1]", the sum in a key of its own,
     -- and no open slice. Its sum key is named as the meta's.
@@ -365,8 +367,9 @@ local function save(L, now)
       till = math.min(finish or now, L.exp - 1000000)
     end
   end
-  local parts = {string.format('#2:%016d:%d:%d:%d:%d:%d:%d:%d:%d', till, L.sum, L.head, L.exp,
-    L.origin, L.slice, L.open.s, L.open.t, L.open.u)}
+  local parts = {string.format('#2:%016d:%016d:%d:%d:%d:%d:%d:%d:%d', till,
+    L.open.s > 0 and L.open.s + L.slice or 0, L.sum, L.open.u, L.open.t, L.head, L.exp,
+    L.origin, L.slice)}
   for _, x in ipairs(L.leases) do
     parts[#parts + 1] = string.format(';%s=%d:%d', x.id, x.e, x.u)
   end

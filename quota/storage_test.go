@@ -29,8 +29,8 @@ func openSlice(t *testing.T, b *backend, l *Limiter, s, bucket string, lim Limit
 	if len(f) != 10 {
 		t.Fatalf("meta = %q: not of format 2", m)
 	}
-	at, _ = strconv.ParseInt(f[8], 10, 64)
-	units, _ = strconv.ParseInt(f[9], 10, 64)
+	at, _ = strconv.ParseInt(f[5], 10, 64)
+	units, _ = strconv.ParseInt(f[4], 10, 64)
 	return at, units
 }
 
@@ -191,12 +191,12 @@ func testSameMicrosecond(t *testing.T, b *backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// #2:until:sum:head:exp:origin:slice:open:at:units
+	// #2:until:end:sum:units:at:head:exp:origin:slice
 	f := strings.Split(m, ":")
 	const slice = 60000 // a thousandth of a minute, in µs
-	if len(f) != 10 || f[0] != "#"+strconv.Itoa(format) || f[2] != "3" || f[3] != strconv.Itoa(us) ||
-		f[6] != strconv.Itoa(slice) || f[7] != strconv.Itoa(us-us%slice) || f[8] != strconv.Itoa(us) || f[9] != "3" {
-		t.Errorf("meta = %q, want format %d, sum 3, head %d, the open slice from %d holding 3 at %d", m, format, us, us-us%slice, us)
+	if len(f) != 10 || f[0] != "#"+strconv.Itoa(format) || f[3] != "3" || f[6] != strconv.Itoa(us) ||
+		f[9] != strconv.Itoa(slice) || f[2] != strconv.Itoa(us-us%slice+slice) || f[5] != strconv.Itoa(us) || f[4] != "3" {
+		t.Errorf("meta = %q, want format %d, sum 3, head %d, the open slice to %d holding 3 at %d", m, format, us, us-us%slice+slice, us)
 	}
 }
 
@@ -224,7 +224,7 @@ func testMetaRebuilt(t *testing.T, b *backend) {
 	if got := mustUsage(t, l, s, "b", lim).Used; got != 4 {
 		t.Errorf("used %d, want the 4 of the closed slices", got)
 	}
-	if m, err := b.client.Get(ctx, meta).Result(); err != nil || !strings.HasPrefix(m, "#2:") || strings.Split(m, ":")[2] != "4" {
+	if m, err := b.client.Get(ctx, meta).Result(); err != nil || !strings.HasPrefix(m, "#2:") || strings.Split(m, ":")[3] != "4" {
 		t.Errorf("meta = %q (%v), want it rewritten with a sum of 4", m, err)
 	}
 }

@@ -108,15 +108,17 @@ func (l *Limiter) span(w *window, lim Limit, now *time.Time) any {
 // window holding now (the one that ends at lim.Ends, or, once it has
 // passed, the one that follows it by whole windows), the window before it
 // and the two after it, in µs joined by commas, as log.lua's limit() reads
-// a calendar.
+// a calendar. The script decides on the Redis server's clock, which may
+// run behind this process's by up to a window (or ahead by two) before
+// the decision fails for want of a window.
 func fixedSpan(lim Limit, now time.Time) string {
 	end, w := lim.Ends.UnixMicro(), lim.Window.Microseconds()
 	if t := now.UnixMicro(); t >= end {
 		end += (1 + (t-end)/w) * w
 	}
-	b := make([]byte, 0, 72)
-	for i := int64(-1); i <= 2; i++ {
-		if i > -1 {
+	b := make([]byte, 0, 90)
+	for i := int64(-2); i <= 2; i++ {
+		if i > -2 {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(b, end+i*w, 10)

@@ -8,6 +8,8 @@
 // function body, with package-level variables for the names fragments
 // commonly use (rdb, tr, transport, ctx, keys, err, w, r); "<!-- readme:
 // config -->" puts it between the braces of a tollgate.Config literal.
-// "<!-- readme: not run -->" above a shell block keeps the test from
-// running it.
+// "<!-- readme: clienttest -->" marks a whole program that uses an
+// official client: it is compiled in the clienttest module, which
+// requires the clients. "<!-- readme: not run -->" above a shell block
+// keeps the test from running it.
 package readme

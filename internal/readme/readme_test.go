@@ -188,15 +188,26 @@ func declared(code string) (string, error) {
 
 // TestGoSnippetsCompile builds every Go block of the README, each as a
 // package of its own inside the module (through an overlay: nothing is
-// written to the tree), against the public API.
+// written to the tree), against the public API. A "clienttest" block, a
+// whole program that uses an official client, is built inside the
+// clienttest module, which requires those clients.
 func TestGoSnippetsCompile(t *testing.T) {
 	dir := root(t)
 	tmp := t.TempDir()
 	overlay := map[string]string{}
-	var pkgs []string
+	pkgs := map[string][]string{} // by the directory of their module
+	n := 0
 	for i, b := range blocks(t) {
 		if b.lang != "go" {
 			continue
+		}
+		module := dir
+		if b.kind == "clienttest" {
+			if !strings.HasPrefix(b.code, "package ") {
+				t.Errorf("README.md:%d: a clienttest block must be a whole program", b.line)
+				continue
+			}
+			module = filepath.Join(dir, "clienttest")
 		}
 		src, err := program(b)
 		if err != nil {
@@ -207,12 +218,13 @@ func TestGoSnippetsCompile(t *testing.T) {
 		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		pkg := filepath.Join(dir, "internal", "readme", "snippets", fmt.Sprintf("s%d", i))
+		pkg := filepath.Join(module, "internal", "readme", "snippets", fmt.Sprintf("s%d", i))
 		overlay[filepath.Join(pkg, "main.go")] = file
-		pkgs = append(pkgs, pkg)
+		pkgs[module] = append(pkgs[module], pkg)
+		n++
 	}
-	if len(pkgs) < 5 {
-		t.Fatalf("found %d Go blocks in README.md; the README has more", len(pkgs))
+	if n < 5 {
+		t.Fatalf("found %d Go blocks in README.md; the README has more", n)
 	}
 	spec, err := json.Marshal(map[string]any{"Replace": overlay})
 	if err != nil {
@@ -222,10 +234,14 @@ func TestGoSnippetsCompile(t *testing.T) {
 	if err := os.WriteFile(overlayFile, spec, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goTool(), append([]string{"build", "-overlay", overlayFile}, pkgs...)...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go snippets do not compile: %v\n%s", err, out)
+	for module, list := range pkgs {
+		// Into a directory of the test's: a lone main package would
+		// otherwise leave its binary in the module.
+		cmd := exec.Command(goTool(), append([]string{"build", "-overlay", overlayFile, "-o", tmp + string(filepath.Separator)}, list...)...)
+		cmd.Dir = module
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the README's Go snippets do not compile in %s: %v\n%s", module, err, out)
+		}
 	}
 }
 

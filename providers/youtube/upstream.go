@@ -108,13 +108,13 @@ func Upstream(reset func(now time.Time) time.Time) tollgate.UpstreamFunc {
 		}
 		body, _ := tollgate.PeekBody(resp, maxErrorBody)
 		now := time.Now()
-		ratePause := func() tollgate.Verdict {
+		ratePause := func(reason string) tollgate.Verdict {
 			d, ok := tollgate.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 			if !ok {
 				d = DefaultRatePause
 			}
 			// A date already past still means "not this instant".
-			return tollgate.Verdict{Spent: true, Pause: max(d, time.Second)}
+			return tollgate.Verdict{Spent: true, Pause: max(d, time.Second), Reason: reason}
 		}
 		for _, r := range reasons(body) {
 			switch r {
@@ -126,13 +126,13 @@ func Upstream(reset func(now time.Time) time.Time) tollgate.UpstreamFunc {
 				if len(buckets) == 0 {
 					buckets = append(buckets, Pool) // a free request: not the whole scope
 				}
-				return tollgate.Verdict{Spent: true, Buckets: buckets, Pause: max(reset(now).Sub(now), time.Second)}
+				return tollgate.Verdict{Spent: true, Buckets: buckets, Pause: max(reset(now).Sub(now), time.Second), Reason: r}
 			case reasonRateLimit, reasonUserRateLimit, reasonLiveRateLimit, reasonRateLimitDetail:
-				return ratePause()
+				return ratePause(r)
 			}
 		}
 		if resp.StatusCode == http.StatusTooManyRequests {
-			return ratePause()
+			return ratePause("")
 		}
 		return tollgate.Verdict{}
 	}

@@ -62,32 +62,33 @@ func TestUpstream(t *testing.T) {
 		spent      bool
 		buckets    []string
 		pause      time.Duration
+		reason     string // Verdict.Reason: "" leaves the status code to name it
 	}{
 		// The day: the endpoint's buckets, until the reset.
-		{"quotaExceeded", search, 403, "", api("quotaExceeded"), true, []string{Search}, 3 * time.Hour},
-		{"dailyLimitExceeded", search, 403, "", api("dailyLimitExceeded"), true, []string{Search}, 3 * time.Hour},
-		{"quotaExceeded on a free request", chunk, 403, "", api("quotaExceeded"), true, []string{Pool}, 3 * time.Hour},
+		{"quotaExceeded", search, 403, "", api("quotaExceeded"), true, []string{Search}, 3 * time.Hour, "quotaExceeded"},
+		{"dailyLimitExceeded", search, 403, "", api("dailyLimitExceeded"), true, []string{Search}, 3 * time.Hour, "dailyLimitExceeded"},
+		{"quotaExceeded on a free request", chunk, 403, "", api("quotaExceeded"), true, []string{Pool}, 3 * time.Hour, "quotaExceeded"},
 		// A short pause of the whole project.
-		{"rateLimitExceeded", search, 403, "", api("rateLimitExceeded"), true, nil, DefaultRatePause},
-		{"rateLimitExceeded as a 429", search, 429, "", api("rateLimitExceeded-429"), true, nil, DefaultRatePause},
-		{"userRateLimitExceeded", search, 403, "", api("userRateLimitExceeded"), true, nil, DefaultRatePause},
-		{"userRateLimitExceeded with Retry-After", search, 403, "7", api("userRateLimitExceeded"), true, nil, 7 * time.Second},
-		{"userRequestsExceedRateLimit", search, 403, "", api("userRequestsExceedRateLimit"), true, nil, DefaultRatePause},
-		{"429 RESOURCE_EXHAUSTED", search, 429, "", fixture(t, "resourceExhausted.json"), true, nil, DefaultRatePause},
-		{"429 with an HTML body", search, 429, "30", fixture(t, "html.txt"), true, nil, 30 * time.Second},
+		{"rateLimitExceeded", search, 403, "", api("rateLimitExceeded"), true, nil, DefaultRatePause, "rateLimitExceeded"},
+		{"rateLimitExceeded as a 429", search, 429, "", api("rateLimitExceeded-429"), true, nil, DefaultRatePause, "rateLimitExceeded"},
+		{"userRateLimitExceeded", search, 403, "", api("userRateLimitExceeded"), true, nil, DefaultRatePause, "userRateLimitExceeded"},
+		{"userRateLimitExceeded with Retry-After", search, 403, "7", api("userRateLimitExceeded"), true, nil, 7 * time.Second, "userRateLimitExceeded"},
+		{"userRequestsExceedRateLimit", search, 403, "", api("userRequestsExceedRateLimit"), true, nil, DefaultRatePause, "userRequestsExceedRateLimit"},
+		{"429 RESOURCE_EXHAUSTED", search, 429, "", fixture(t, "resourceExhausted.json"), true, nil, DefaultRatePause, "RATE_LIMIT_EXCEEDED"},
+		{"429 with an HTML body", search, 429, "30", fixture(t, "html.txt"), true, nil, 30 * time.Second, ""},
 		// Not the project's quota: the channel's upload limit is the
 		// Transport's to read (TestUploadLimitPausesTheCredential).
-		{"uploadLimitExceeded", search, 400, "", api("uploadLimitExceeded"), false, nil, 0},
+		{"uploadLimitExceeded", search, 400, "", api("uploadLimitExceeded"), false, nil, 0, ""},
 		// Not quota at all.
-		{"forbidden", search, 403, "", api("forbidden"), false, nil, 0},
-		{"forbidden, youtube.common", search, 403, "", fixture(t, "forbidden-youtube.common.json"), false, nil, 0},
-		{"insufficientPermissions", search, 403, "", api("insufficientPermissions"), false, nil, 0},
-		{"commentsDisabled", search, 403, "", fixture(t, "commentsDisabled.json"), false, nil, 0},
-		{"403 HTML", search, 403, "", fixture(t, "html.txt"), false, nil, 0},
-		{"truncated JSON", search, 403, "", fixture(t, "truncated.json"), false, nil, 0},
-		{"empty 403", search, 403, "", "", false, nil, 0},
-		{"quotaExceeded text on a 200", search, 200, "", api("quotaExceeded"), false, nil, 0},
-		{"quotaExceeded text on a 500", search, 500, "", api("quotaExceeded"), false, nil, 0},
+		{"forbidden", search, 403, "", api("forbidden"), false, nil, 0, ""},
+		{"forbidden, youtube.common", search, 403, "", fixture(t, "forbidden-youtube.common.json"), false, nil, 0, ""},
+		{"insufficientPermissions", search, 403, "", api("insufficientPermissions"), false, nil, 0, ""},
+		{"commentsDisabled", search, 403, "", fixture(t, "commentsDisabled.json"), false, nil, 0, ""},
+		{"403 HTML", search, 403, "", fixture(t, "html.txt"), false, nil, 0, ""},
+		{"truncated JSON", search, 403, "", fixture(t, "truncated.json"), false, nil, 0, ""},
+		{"empty 403", search, 403, "", "", false, nil, 0, ""},
+		{"quotaExceeded text on a 200", search, 200, "", api("quotaExceeded"), false, nil, 0, ""},
+		{"quotaExceeded text on a 500", search, 500, "", api("quotaExceeded"), false, nil, 0, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,6 +99,9 @@ func TestUpstream(t *testing.T) {
 			v := read(resp, c.endpoint)
 			if v.Spent != c.spent || !slices.Equal(v.Buckets, c.buckets) {
 				t.Errorf("verdict = %+v, want spent=%v buckets=%v", v, c.spent, c.buckets)
+			}
+			if v.Reason != c.reason {
+				t.Errorf("reason = %q, want %q", v.Reason, c.reason)
 			}
 			if c.spent && (v.Pause < c.pause-time.Second || v.Pause > c.pause) {
 				t.Errorf("pause = %v, want %v", v.Pause, c.pause)

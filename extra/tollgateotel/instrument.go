@@ -1,0 +1,193 @@
+package tollgateotel
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tollgate/tollgate"
+)
+
+// The values of tollgate.rate_limiting.result.
+const (
+	resultAdmitted     = "admitted"
+	resultLeased       = "leased"
+	resultLocal        = "local"
+	resultUnmetered    = "unmetered"
+	resultFree         = "free"
+	resultRefused      = "refused"
+	resultCached       = "cached"
+	resultCancelled    = "cancelled"
+	resultUnavailable  = "unavailable"
+	resultError        = "error"
+	resultSettled      = "settled"
+	resultEstimateKept = "estimate_kept"
+)
+
+// announcedReason is the pause reason of a bucket paused because the
+// upstream announced that nothing was left of it (Bucket.Announced).
+const announcedReason = "announced"
+
+// Instrument returns cfg with its hooks wrapped to record the metrics:
+// OnDecision, OnWait, OnWaitEnd, OnSettle, OnSlot, OnPause, OnReconcile
+// and OnSwitch. Hooks cfg already has are still called, after the
+// recording. Give the result to tollgate.New, or to a provider as the
+// Config it takes (youtube.Options.Tollgate), once: a Metrics records one
+// Transport.
+func (m *Metrics) Instrument(cfg tollgate.Config) tollgate.Config {
+	cfg.OnDecision = chain(m.decided, cfg.OnDecision)
+	cfg.OnWait = chain(m.waitStarted, cfg.OnWait)
+	cfg.OnWaitEnd = chain(m.waitEnded, cfg.OnWaitEnd)
+	cfg.OnSettle = chain(m.settled, cfg.OnSettle)
+	if next := cfg.OnSlot; next != nil {
+		cfg.OnSlot = func(scope, bucket string, held bool) { m.slot(scope, bucket, held); next(scope, bucket, held) }
+	} else {
+		cfg.OnSlot = m.slot
+	}
+	if next := cfg.OnPause; next != nil {
+		cfg.OnPause = func(ctx context.Context, p tollgate.UpstreamPause) { m.paused(ctx, p); next(ctx, p) }
+	} else {
+		cfg.OnPause = m.paused
+	}
+	if next := cfg.OnReconcile; next != nil {
+		cfg.OnReconcile = func(ctx context.Context, r tollgate.Reconciliation) { m.reconciled(ctx, r); next(ctx, r) }
+	} else {
+		cfg.OnReconcile = m.reconciled
+	}
+	if next := cfg.OnSwitch; next != nil {
+		cfg.OnSwitch = func(s tollgate.Switch) { m.switched(s); next(s) }
+	} else {
+		cfg.OnSwitch = m.switched
+	}
+	return cfg
+}
+
+// chain calls record, then next when there is one.
+func chain(record, next tollgate.DecisionHook) tollgate.DecisionHook {
+	if next == nil {
+		return record
+	}
+	return func(ctx context.Context, d tollgate.Decision) {
+		record(ctx, d)
+		next(ctx, d)
+	}
+}
+
+// decided records a request's decision, and notes its scope's buckets for
+// the quota gauges.
+func (m *Metrics) decided(ctx context.Context, d tollgate.Decision) {
+	m.requests.Add(ctx, 1, m.with(byEndpointResult, d.Endpoint, resultOf(d), d.Scope).add...)
+	for _, ch := range d.Charges {
+		m.remaining.see(d.Scope, ch.Bucket)
+		if d.Admitted && ch.Units > 0 {
+			m.charged.Add(ctx, ch.Units, m.with(byEndpointBucket, d.Endpoint, ch.Bucket, d.Scope).add...)
+		}
+	}
+}
+
+// resultOf names what became of a request.
+func resultOf(d tollgate.Decision) string {
+	switch {
+	case d.Admitted && d.Leased:
+		return resultLeased
+	case d.Admitted && d.Local:
+		return resultLocal
+	case d.Admitted && d.Unmetered:
+		return resultUnmetered
+	case d.Admitted && d.Free:
+		return resultFree
+	case d.Admitted:
+		return resultAdmitted
+	case d.Cached:
+		return resultCached
+	}
+	return failure(d.Err)
+}
+
+// failure names why a request was not admitted.
+func failure(err error) string {
+	switch {
+	case errors.Is(err, tollgate.ErrQuotaExhausted):
+		return resultRefused
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return resultCancelled
+	case errors.Is(err, tollgate.ErrUnavailable):
+		return resultUnavailable
+	}
+	return resultError
+}
+
+// waitStarted counts a request that starts waiting for its turn.
+func (m *Metrics) waitStarted(ctx context.Context, d tollgate.Decision) {
+	m.queued.Add(ctx, 1, m.with(byEndpoint, d.Endpoint, "", d.Scope).add...)
+}
+
+// waitEnded counts it out, and records how long it waited.
+func (m *Metrics) waitEnded(ctx context.Context, d tollgate.Decision) {
+	m.queued.Add(ctx, -1, m.with(byEndpoint, d.Endpoint, "", d.Scope).add...)
+	result := resultAdmitted
+	if !d.Admitted {
+		result = failure(d.Err)
+	}
+	m.timeInQueue.Record(ctx, d.Waited.Seconds(), m.with(byEndpointResult, d.Endpoint, result, d.Scope).record...)
+}
+
+// settled records a true cost a response told: the settlement, and the
+// units it added to, or took from, the estimate.
+func (m *Metrics) settled(ctx context.Context, d tollgate.Decision) {
+	result := resultSettled
+	if d.Err != nil {
+		result = resultEstimateKept
+	}
+	m.settlements.Add(ctx, 1, m.with(byEndpointResult, d.Endpoint, result, d.Scope).add...)
+	for _, ch := range d.Charges {
+		for _, est := range d.Estimate {
+			if est.Bucket != ch.Bucket || est.Units == ch.Units {
+				continue
+			}
+			opts := m.with(byEndpointBucket, d.Endpoint, ch.Bucket, d.Scope).add
+			if ch.Units > est.Units {
+				m.charged.Add(ctx, ch.Units-est.Units, opts...)
+			} else {
+				m.refunded.Add(ctx, est.Units-ch.Units, opts...)
+			}
+		}
+	}
+}
+
+// slot counts the slots of caps held.
+func (m *Metrics) slot(scope, bucket string, held bool) {
+	n := int64(-1)
+	if held {
+		n = 1
+	}
+	m.inFlight.Add(context.Background(), n, m.with(byBucket, bucket, "", scope).add...)
+}
+
+// paused counts a pause the upstream asked for: one per bucket it names,
+// or one for the whole scope.
+func (m *Metrics) paused(ctx context.Context, p tollgate.UpstreamPause) {
+	if len(p.Buckets) == 0 {
+		m.pauses.Add(ctx, 1, m.with(byReasonBucket, p.Reason, "", p.Scope).add...)
+	}
+	for _, b := range p.Buckets {
+		m.pauses.Add(ctx, 1, m.with(byReasonBucket, p.Reason, b, p.Scope).add...)
+	}
+}
+
+// reconciled counts the pause of a bucket whose announcement said that
+// nothing was left.
+func (m *Metrics) reconciled(ctx context.Context, r tollgate.Reconciliation) {
+	if r.Paused {
+		m.pauses.Add(ctx, 1, m.with(byReasonBucket, announcedReason, r.Bucket, r.Scope).add...)
+	}
+}
+
+// switched records a switch between Redis and the outage modes.
+func (m *Metrics) switched(s tollgate.Switch) {
+	m.redisDown.Store(!s.Up)
+	state := "down"
+	if s.Up {
+		state = "up"
+	}
+	m.switches.Add(context.Background(), 1, m.with(byState, state, "", "").add...)
+}
