@@ -3,10 +3,12 @@ package tollgate_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -75,5 +77,28 @@ func TestResumeReachesRememberedRefusals(t *testing.T) {
 			t.Fatal("the process still listens 5s after it forgot every refusal")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestUpstreamPausesSayWhy: a pause an upstream's answer sets keeps, for
+// the operators' status, what the upstream answered and to which
+// endpoint.
+func TestUpstreamPausesSayWhy(t *testing.T) {
+	_, rc := realRedis(t)
+	lim := limiterOn(t, rc)
+	up := newUpstream(t)
+	up.setRespond(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) })
+	tr := newTransport(t, tollgate.Config{
+		Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Minute),
+		Upstream: func(resp *http.Response, _ costs.Endpoint) tollgate.Verdict {
+			return tollgate.Verdict{Spent: true, Buckets: []string{"pool"}, Pause: time.Hour, Reason: "quotaExceeded"}
+		},
+	})
+	if _, err := get(t, tr, up.URL+"/v1/items"); !errors.Is(err, tollgate.ErrQuotaExhausted) {
+		t.Fatalf("a 403 the upstream reads as spent: %v", err)
+	}
+	p, err := lim.PauseOf(context.Background(), tollgate.DefaultScope, "pool")
+	if want := "the upstream answered 403 quotaExceeded to items.list"; err != nil || p.Reason != want {
+		t.Errorf("the pause: %+v, %v; want the reason %q", p, err, want)
 	}
 }
