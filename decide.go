@@ -78,8 +78,7 @@ func (t *Transport) decide(ctx context.Context, c *call) (outcome, error) {
 		if err == nil {
 			o, err = t.apply(ctx, &t.redis, c)
 		}
-		var qe *QuotaError
-		if err == nil || errors.As(err, &qe) {
+		if err == nil || isQuotaError(err) {
 			t.describe(ctx, c, o.scope(c))
 		}
 		if !errors.Is(err, quota.ErrRedis) {

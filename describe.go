@@ -2,6 +2,7 @@ package tollgate
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -115,4 +116,12 @@ func (d *described) known() []scopeBucket {
 		out = append(out, k)
 	}
 	return out
+}
+
+// isQuotaError reports a refusal: Redis answered, so the bucket is worth
+// describing. (A function of its own, so that the error's target escapes
+// only when there is an error.)
+func isQuotaError(err error) bool {
+	var qe *QuotaError
+	return errors.As(err, &qe)
 }
