@@ -454,10 +454,12 @@ func TestOutOfOrderAnnouncements(t *testing.T) {
 	s := redistest.Start(t)
 	reset := time.Now().Add(time.Hour).Truncate(time.Second)
 	release := make(chan struct{})
+	arrived := make(chan struct{}) // the older request reached the upstream
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		switch r.URL.Path {
 		case "/older": // answered last, though it left first: 10 used
+			close(arrived)
 			<-release
 			announceIn(h, "github", 100, 10, reset, 0, time.Now())
 		case "/newer": // 60 used
@@ -525,6 +527,7 @@ func TestOutOfOrderAnnouncements(t *testing.T) {
 			close(release)
 		}
 	}()
+	<-arrived // the older request was admitted (and counted) first
 	get("/newer")
 	level := used()
 	if level < 60 {

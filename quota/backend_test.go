@@ -15,6 +15,10 @@ import (
 type backend struct {
 	name   string
 	client redis.UniversalClient
+	// user, when set, is the client limiters use, logged in as a user
+	// with only the rights tollgate needs; client, which the tests use to
+	// look at and tamper with what limiters keep, may do anything.
+	user redis.UniversalClient
 	// real is false for miniredis, whose Lua and number formatting differ
 	// from Redis's.
 	real bool
@@ -43,6 +47,9 @@ func (b *backend) flushScripts(t *testing.T) {
 // unless options say otherwise.
 func (b *backend) limiter(t testing.TB, opts ...Option) *Limiter {
 	t.Helper()
+	if b.user != nil {
+		return mustNew(t, b.user, opts...)
+	}
 	return mustNew(t, b.client, opts...)
 }
 

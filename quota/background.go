@@ -33,7 +33,7 @@ func (l *Limiter) background(ctx context.Context, scope string, maxWait int64, c
 	run := func(ctx context.Context, wait any) (*Reservation, int64, error) {
 		_, args[0] = l.clockArg()
 		args[1] = wait
-		reply, err := backgroundScript.Run(ctx, l.client, keys, args...).Result()
+		reply, err := l.write(ctx, backgroundScript, keys, args...).Result()
 		if err != nil {
 			return nil, 0, redisError(ctx, "reserve", err)
 		}
@@ -48,7 +48,7 @@ func (l *Limiter) background(ctx context.Context, scope string, maxWait int64, c
 	leave := func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		_, _ = backgroundScript.Run(cctx, l.client, keys, append([]any{args[0], "leave"}, args[2:]...)...).Result()
+		_, _ = l.write(cctx, backgroundScript, keys, append([]any{args[0], "leave"}, args[2:]...)...).Result()
 	}
 	if maxWait == 0 {
 		r, _, err := run(ctx, 0)

@@ -76,8 +76,8 @@ type batcher struct {
 func (l *Limiter) runScript(ctx context.Context, script *redis.Script, keys []string, args []any) (reply any, late *decision, err error) {
 	b := &l.batch
 	if b.pipelines == 0 {
-		reply, err = script.Run(ctx, l.client, keys, args...).Result()
-		return reply, nil, err
+		reply, err = l.eval(ctx, script, keys, args)
+		return reply, unreplicated(reply, err), err
 	}
 	b.mu.Lock()
 	if b.inFlight < b.pipelines {
@@ -86,9 +86,9 @@ func (l *Limiter) runScript(ctx context.Context, script *redis.Script, keys []st
 		// context as it would be without batching.
 		b.inFlight++
 		b.mu.Unlock()
-		reply, err = script.Run(ctx, l.client, keys, args...).Result()
+		reply, err = l.eval(ctx, script, keys, args)
 		l.sendQueued(ctx)
-		return reply, nil, err
+		return reply, unreplicated(reply, err), err
 	}
 	d := &decision{script: script, keys: keys, args: args, done: make(chan struct{})}
 	b.queue = append(b.queue, d)
@@ -96,7 +96,7 @@ func (l *Limiter) runScript(ctx context.Context, script *redis.Script, keys []st
 
 	select {
 	case <-d.done:
-		return d.reply, nil, d.err
+		return d.reply, unreplicated(d.reply, d.err), d.err
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
@@ -134,6 +134,11 @@ func (l *Limiter) send(ctx context.Context, batch []*decision) {
 	// borrows must not cut the others short. The client's timeouts bound it.
 	ctx = context.WithoutCancel(ctx)
 	for batch != nil {
+		if l.replicas.n > 0 {
+			l.sendDurably(ctx, batch)
+			batch = l.batch.next()
+			continue
+		}
 		pipe := l.client.Pipeline()
 		cmds := make([]*redis.Cmd, len(batch))
 		for i, d := range batch {

@@ -82,13 +82,17 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // redisError wraps a failed command. When the caller's context ended, the
 // context's error is returned instead: the caller gave up, which says
 // nothing about Redis. A script that met state of another Redis format
-// returns a *formatError, which is no Redis failure.
+// returns a *formatError, which is no Redis failure; nor is a refusal by
+// Redis's access control (*permissionError).
 func redisError(ctx context.Context, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
 	if fe := asFormatError(err); fe != nil {
 		return fe
+	}
+	if pe := asPermissionError(op, err); pe != nil {
+		return pe
 	}
 	// A client that honours deadlines may time out a hair before the
 	// context's own timer fires.

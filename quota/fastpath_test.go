@@ -16,7 +16,11 @@ import (
 func (b *backend) counted(t *testing.T) (redis.UniversalClient, *decisionWatch) {
 	t.Helper()
 	var c redis.UniversalClient
-	switch bc := b.client.(type) {
+	src := b.client
+	if b.user != nil {
+		src = b.user
+	}
+	switch bc := src.(type) {
 	case *redis.ClusterClient:
 		o := *bc.Options()
 		c = redis.NewClusterClient(&o)
@@ -25,7 +29,7 @@ func (b *backend) counted(t *testing.T) (redis.UniversalClient, *decisionWatch) 
 		o.PushNotificationProcessor = nil // the original's; each client registers its own
 		c = redis.NewClient(&o)
 	default:
-		t.Fatalf("unknown client %T", b.client)
+		t.Fatalf("unknown client %T", src)
 	}
 	t.Cleanup(func() { c.Close() })
 	p := &decisionWatch{}

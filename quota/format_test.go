@@ -86,6 +86,10 @@ func format1Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Du
 func testUpgradeFromFormat1(t *testing.T, b *backend) {
 	ctx := context.Background()
 	l := b.limiter(t)
+	// The processes of format 1 log in as the tests' own client: their
+	// scripts run commands that the README's ACL line, made for this
+	// format, no longer grants.
+	l1 := mustNew(t, b.client)
 	s := scope(t, "s")
 	const units = 300
 	window := 300 * time.Millisecond
@@ -112,7 +116,7 @@ func testUpgradeFromFormat1(t *testing.T, b *backend) {
 					var r *Reservation
 					var err error
 					if old {
-						r, err = format1Allow(ctx, l, s, maxWait, c, strconv.Itoa(g)+"."+strconv.Itoa(i))
+						r, err = format1Allow(ctx, l1, s, maxWait, c, strconv.Itoa(g)+"."+strconv.Itoa(i))
 					} else {
 						r, err = l.Reserve(ctx, s, maxWait, c)
 					}
@@ -157,7 +161,7 @@ func testUpgradeFromFormat1(t *testing.T, b *backend) {
 	if n, err := b.client.Exists(ctx, legacySum(w)).Result(); err != nil || n != 0 {
 		t.Errorf("format 1's sum key is still there (%d, %v) after this format wrote", n, err)
 	}
-	_, err = format1Allow(ctx, l, s, 0, charge("b", 1, lim), "late")
+	_, err = format1Allow(ctx, l1, s, 0, charge("b", 1, lim), "late")
 	if err == nil || !strings.Contains(err.Error(), "FORMAT tollgate:") {
 		t.Errorf("a format-1 decision on this format's state = %v, want its FORMAT refusal", err)
 	}

@@ -27,7 +27,9 @@ for _, x in ipairs(L.leases) do
   end
 end
 
--- Holders and waiters count until the instant they expire.
+-- Holders and waiters count until the instant they expire. (Counted from
+-- ZRANGEBYSCORE, which the other scripts run, so that the README's ACL
+-- line grants what this one needs; a cap's holders are few.)
 local after = '(' .. string.format('%d', now)
-local function live(key) return redis.call('ZCOUNT', key, after, '+inf') end
+local function live(key) return #redis.call('ZRANGEBYSCORE', key, after, '+inf') end
 return {now, n, units, last, live(KEYS[3]), live(KEYS[4]), live(KEYS[5])}

@@ -94,7 +94,7 @@ func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int6
 	}
 	keys = append(keys, w.pause, w.scopePause)
 	keys = append(keys, logs...)
-	v, err := leaseScript.Run(ctx, l.client, keys, args...).Int64Slice()
+	v, err := l.write(ctx, leaseScript, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, redisError(ctx, "lease", err)
 	}

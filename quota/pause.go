@@ -21,7 +21,7 @@ func (l *Limiter) Pause(ctx context.Context, scope, bucket string, d time.Durati
 	}
 	_, clockArg := l.clockArg()
 	key := pauseKey(l.scopeKey(scope), bucket)
-	err := pauseScript.Run(ctx, l.client, []string{key}, clockArg, d.Microseconds()).Err()
+	err := l.write(ctx, pauseScript, []string{key}, clockArg, d.Microseconds()).Err()
 	if err != nil {
 		return redisError(ctx, "pause", err)
 	}

@@ -66,6 +66,7 @@ type Limiter struct {
 	keeper   keeper   // renews the slots held
 	watchers watchers // wakes the callers waiting for a slot
 	told     toldIDs  // the notices told while Confirm waits for them
+	replicas replicas // how many must have each write (WithReplicas)
 }
 
 // An Option configures a Limiter; New reports the first option it cannot
@@ -224,7 +225,7 @@ func (l *Limiter) Record(ctx context.Context, scope string, charges ...Charge) e
 		}
 	}
 	keys = append(keys, logs...)
-	if err := recordScript.Run(ctx, l.client, keys, args...).Err(); err != nil {
+	if err := l.write(ctx, recordScript, keys, args...).Err(); err != nil {
 		return redisError(ctx, "record", err)
 	}
 	return nil
@@ -382,10 +383,10 @@ func (l *Limiter) Ping(ctx context.Context, scope string) error {
 		cc.ReloadState(ctx)
 		var node *redis.Client
 		if node, err = cc.MasterForKey(ctx, l.scopeKey(scope)); err == nil {
-			err = node.Ping(ctx).Err()
+			err = l.ping(ctx, node)
 		}
 	} else {
-		err = l.client.Ping(ctx).Err()
+		err = l.ping(ctx, l.client)
 	}
 	if err != nil {
 		return redisError(ctx, "ping", err)

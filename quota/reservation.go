@@ -127,7 +127,7 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 			args = append(args, units, r.lim.span(w, lim, &now))
 		}
 	}
-	if err := cancelScript.Run(ctx, r.lim.client, keys, args...).Err(); err != nil && err != redis.Nil {
+	if err := r.lim.write(ctx, cancelScript, keys, args...).Err(); err != nil && err != redis.Nil {
 		r.cancelErr = redisError(ctx, "cancel", err)
 	}
 	return r.cancelErr

@@ -1,10 +1,6 @@
 package quota
 
-import (
-	_ "embed"
-
-	"github.com/redis/go-redis/v9"
-)
+import _ "embed"
 
 // Every Lua script the limiter runs, and how each is assembled from parts.
 // A part that others build on (clock.lua, log.lua, fast.lua) says in its
@@ -50,30 +46,30 @@ var (
 var (
 	// reserveScript decides a call: fast.lua takes the common case before
 	// the log code is even defined; reserve.lua every other.
-	reserveScript = redis.NewScript(fastPart + logPart + decidePart + reservePart)
+	reserveScript = newScript(fastPart + logPart + decidePart + reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
-	backgroundScript = redis.NewScript(clockPart + logPart + decidePart + roomPart + backgroundPart)
+	backgroundScript = newScript(clockPart + logPart + decidePart + roomPart + backgroundPart)
 	// recordScript writes units spent without a decision.
-	recordScript = redis.NewScript(clockPart + logPart + recordPart)
+	recordScript = newScript(clockPart + logPart + recordPart)
 	// cancelScript gives a reservation's units back.
-	cancelScript = redis.NewScript(clockPart + logPart + cancelPart)
+	cancelScript = newScript(clockPart + logPart + cancelPart)
 	// settleScript replaces a reservation's units with its true cost.
-	settleScript = redis.NewScript(clockPart + logPart + settlePart)
+	settleScript = newScript(clockPart + logPart + settlePart)
 	// leaseScript takes and ends leases.
-	leaseScript = redis.NewScript(clockPart + logPart + leasePart)
+	leaseScript = newScript(clockPart + logPart + leasePart)
 	// usageScript reads one limit's usage.
-	usageScript = redis.NewScript(clockPart + logPart + usagePart)
+	usageScript = newScript(clockPart + logPart + usagePart)
 	// slotsScript takes, releases and renews slots of a concurrency cap.
-	slotsScript = redis.NewScript(clockPart + roomPart + slotsPart)
+	slotsScript = newScript(clockPart + roomPart + slotsPart)
 	// announceScript records what an upstream announced was spent.
-	announceScript = redis.NewScript(clockPart + logPart + announcePart)
+	announceScript = newScript(clockPart + logPart + announcePart)
 	// pauseScript sets a pause; it needs only the clock.
-	pauseScript = redis.NewScript(clockPart + pausePart)
+	pauseScript = newScript(clockPart + pausePart)
 	// controlScript pauses for a reason, or resumes, and tells every
 	// process listening.
-	controlScript = redis.NewScript(clockPart + controlPart)
+	controlScript = newScript(clockPart + controlPart)
 	// inspectScript reads what is under way in a bucket: leases, slots,
 	// waiters.
-	inspectScript = redis.NewScript(clockPart + logPart + inspectPart)
+	inspectScript = newScript(clockPart + logPart + inspectPart)
 )

@@ -23,15 +23,36 @@ type Cluster struct {
 // replica takes over a killed master quickly.
 func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
 	tb.Helper()
+	return StartClusterWith(tb, masters, replicas, Options{})
+}
+
+// StartClusterWith starts a cluster like StartCluster, each node run as
+// opts say; over TLS, one authority signs every node's certificate.
+func StartClusterWith(tb testing.TB, masters, replicas int, opts Options) *Cluster {
+	tb.Helper()
 	cli := binary(tb, "redis-cli")
 	c := &Cluster{}
+	var login []string // redis-cli's arguments to reach a node
+	if opts.Password != "" {
+		login = append(login, "-a", opts.Password, "--no-auth-warning")
+	}
+	if opts.TLS {
+		ca, err := newAuthority(tb.TempDir())
+		if err != nil {
+			tb.Fatalf("redistest: %v", err)
+		}
+		opts.authority = ca
+		login = append(login, "--tls", "--cacert", ca.caFile, "--cert", ca.certFile, "--key", ca.keyFile)
+	}
+	opts.Args = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0"}, opts.Args...)
 	for range masters * (1 + replicas) {
-		s := start(tb, true, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0")
+		s := start(tb, true, opts)
 		c.Nodes = append(c.Nodes, s)
 		c.Addrs = append(c.Addrs, s.Addr)
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args := append(login, "--cluster", "create")
+	args = append(args, c.Addrs...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	out, err := exec.Command(cli, args...).CombinedOutput()
 	if err != nil {
@@ -66,7 +87,7 @@ func (c *Cluster) notOK() string {
 		if !s.running() {
 			continue
 		}
-		if bad := nodeNotOK(s.Addr); bad != "" {
+		if bad := nodeNotOK(s); bad != "" {
 			return bad
 		}
 	}
@@ -74,8 +95,11 @@ func (c *Cluster) notOK() string {
 }
 
 // nodeNotOK says why one node is not ready, or returns "".
-func nodeNotOK(addr string) string {
-	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+func nodeNotOK(s *Server) string {
+	addr := s.Addr
+	opt := s.ClientOptions()
+	opt.MaxRetries = -1
+	cl := redis.NewClient(opt)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -97,10 +121,11 @@ func nodeNotOK(addr string) string {
 	return ""
 }
 
-// Client returns a cluster client, closed when the test ends.
+// Client returns a cluster client logged in as the nodes' default user,
+// closed when the test ends.
 func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
 	tb.Helper()
-	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	cl := redis.NewClusterClient(c.ClientOptions())
 	tb.Cleanup(func() { _ = cl.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -110,4 +135,20 @@ func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
 		tb.Fatalf("redistest: cluster client: %v", err)
 	}
 	return cl
+}
+
+// ClientOptions are the options of a cluster client logged in as the
+// nodes' default user, over TLS when they speak TLS.
+func (c *Cluster) ClientOptions() *redis.ClusterOptions {
+	node := c.Nodes[0].ClientOptions()
+	return &redis.ClusterOptions{Addrs: c.Addrs, Password: node.Password, TLSConfig: node.TLSConfig}
+}
+
+// SetUser runs ACL SETUSER with rules on every node: Redis keeps users
+// per node, and a replica that takes over must know them too.
+func (c *Cluster) SetUser(tb testing.TB, rules ...string) {
+	tb.Helper()
+	for _, s := range c.Nodes {
+		s.SetUser(tb, rules...)
+	}
 }

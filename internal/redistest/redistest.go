@@ -11,6 +11,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -56,6 +57,17 @@ type Server struct {
 	Port int
 	Dir  string // its working directory: logs, nodes.conf, appendonly files
 
+	// Password is the default user's password (Options.Password); empty
+	// when the server asks none.
+	Password string
+	// TLS is a client configuration that trusts the server's certificate
+	// (and carries a client certificate when the server asks for one);
+	// nil when the server speaks plain TCP.
+	TLS *tls.Config
+	// CAFile is the PEM file of the authority that signed the server's
+	// certificate, e.g. for SSL_CERT_FILE; empty without TLS.
+	CAFile string
+
 	tb   testing.TB
 	bin  string
 	args []string
@@ -69,10 +81,10 @@ type Server struct {
 // arguments are added to the command line, e.g. "--appendonly", "yes".
 func Start(tb testing.TB, extra ...string) *Server {
 	tb.Helper()
-	return start(tb, false, extra...)
+	return start(tb, false, Options{Args: extra})
 }
 
-func start(tb testing.TB, clusterBus bool, extra ...string) *Server {
+func start(tb testing.TB, clusterBus bool, opts Options) *Server {
 	tb.Helper()
 	bin := binary(tb, "redis-server")
 	var lastErr error
@@ -87,11 +99,16 @@ func start(tb testing.TB, clusterBus bool, extra ...string) *Server {
 			tb.Fatal(err)
 		}
 		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, tb: tb, bin: bin}
-		s.args = append([]string{
+		s.args = []string{
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 			"--save", "", "--appendonly", "no", "--daemonize", "no",
 			"--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log"),
-		}, extra...)
+			"--repl-diskless-sync-delay", "0", // a replica syncs at once, not 5s later
+		}
+		if err := s.secure(opts); err != nil {
+			tb.Fatalf("redistest: %v", err)
+		}
+		s.args = append(s.args, opts.Args...)
 		if err := s.run(); err != nil {
 			lastErr = err
 			continue
@@ -147,7 +164,9 @@ func (s *Server) run() error {
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	opt := s.ClientOptions()
+	opt.MaxRetries, opt.DialTimeout = -1, time.Second
+	c := redis.NewClient(opt)
 	defer c.Close()
 	for range 500 {
 		select {
@@ -176,10 +195,11 @@ func (s *Server) logTail() string {
 	return string(bytes.TrimSpace(b))
 }
 
-// Client returns a client of the server, closed when the test ends.
+// Client returns a client of the server, logged in as its default user,
+// closed when the test ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(s.ClientOptions())
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
