@@ -98,7 +98,7 @@ func (t *Transport) listenSoon() {
 func (t *Transport) subscribe(ctx context.Context) {
 	l := &t.listening
 	l.mu.Lock()
-	skip := l.ln != nil || l.closed || t.now().Before(l.retry)
+	skip := l.ln != nil || l.closed || t.now().Before(l.retry) || t.probe.down.Load()
 	l.mu.Unlock()
 	if skip {
 		return
@@ -207,6 +207,20 @@ func (t *Transport) checkPauses(ctx context.Context) {
 			}
 		}
 		t.exhausted.forget(func(scope, bucket string) bool { return scope == k.scope && bucket == k.bucket })
+	}
+}
+
+// deafen ends the subscription while Redis is down: it would only try to
+// connect again, nothing can be told meanwhile, and a Redis restarted may
+// not know the user yet. The next lease or remembered refusal after Redis
+// answers again listens anew, and reads the pauses then.
+func (t *Transport) deafen() {
+	l := &t.listening
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ln != nil {
+		close(l.stopped)
+		l.ln = nil
 	}
 }
 
