@@ -1,0 +1,396 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
+)
+
+// Options tune NewTransport; the zero value means the defaults.
+type Options struct {
+	// Base sends the requests that are admitted. nil means
+	// http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Limits are every model's limits, but those Models names; zero
+	// learns each model's limits per minute from its responses.
+	Limits Limits
+	// Models gives some models' limits, by model name (for Azure OpenAI,
+	// the deployment's name), replacing Limits for them.
+	Models map[string]Limits
+
+	// Counting says how requests' tokens are counted; the zero value is
+	// OpenAI's rule (see Counting).
+	Counting Counting
+	// Table is the cost table; zero means Table(Counting).
+	Table costs.Spec
+
+	// ReservePercent is kept below every limit, rounded up; 0 means
+	// DefaultReservePercent, a negative value none.
+	ReservePercent float64
+	// Minute, when set, is how long a minute lasts (and a day, 1440 of
+	// them), for tests and demos against a simulated server whose time
+	// runs faster; 0 means time.Minute.
+	Minute time.Duration
+	// MaxBody bounds the request bodies read to count their tokens; 0
+	// means DefaultMaxBody.
+	MaxBody int64
+
+	// Tollgate holds the Transport's other settings: Policy, Lease,
+	// Transit, Local and LocalShare, Routes, the hooks and Logger. Its
+	// Scope, when set, names the pool of a request instead of its key,
+	// organization and project (e.g. tollgate.Scope("org-acme") for keys
+	// of one organization), and must not contain "/": the model is joined
+	// to it after a "/". Routes' scopes are taken as they are. NewTransport
+	// fills in the rest: setting Base, Limiter, Costs, Buckets or Upstream
+	// here is an error.
+	Tollgate tollgate.Config
+}
+
+// Transport meters calls to an OpenAI-compatible API: an http.RoundTripper
+// that charges each request to its model's Requests and Tokens buckets in
+// its pool, and returns a *BillingError for a 429 insufficient_quota. It
+// reads the body of each request that counts tokens once, whole (up to
+// Options.MaxBody), before charging it. Build one with NewTransport; it is
+// safe for concurrent use. Close it when done.
+type Transport struct {
+	profiles map[string]*profile // by model; "" for the models Options.Models does not name
+	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
+	maxBody  int64
+	owned    io.Closer // the in-process Redis, when NewTransport started one
+	states   announcing
+}
+
+// profile is the Transports of one model's limits: learned holds the
+// limits not given until the upstream announces them, letting one request
+// at a time through per scope until it does; unannounced is for servers
+// that announce none (vLLM, say), and enforces only the limits given (nil
+// when every limit per minute is given).
+type profile struct {
+	limits               Limits
+	learned, unannounced *tollgate.Transport
+}
+
+// NewTransport returns a ready http.RoundTripper for an OpenAI-compatible
+// API, from a Redis client shared by every process spending the same keys
+// (nil runs an in-process Redis, for a single process) and options (nil
+// for the defaults). It checks the whole configuration: an error here is
+// one the first request would otherwise meet.
+func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, maxBody: opts.MaxBody}
+	if t.maxBody == 0 {
+		t.maxBody = DefaultMaxBody
+	}
+	cfg.Scope = t.scopeOf
+	if rdb == nil {
+		local, err := embedded.New()
+		if err != nil {
+			return nil, fmt.Errorf("openai: %w", err)
+		}
+		rdb, t.owned = local, local
+	}
+	if cfg.Limiter, err = quota.New(rdb); err != nil {
+		return nil, t.fail(fmt.Errorf("openai: %w", err))
+	}
+	models := map[string]Limits{"": opts.Limits}
+	for m, l := range opts.Models {
+		if m == "" {
+			return nil, t.fail(errors.New("openai: Options.Models has a model with no name; set Options.Limits instead"))
+		}
+		models[m] = l
+	}
+	for m, l := range models {
+		p := &profile{limits: l}
+		t.profiles[m] = p
+		cfg.Buckets = opts.buckets(l, false)
+		if p.learned, err = tollgate.New(cfg); err != nil {
+			return nil, t.fail(fmt.Errorf("openai: %w", err))
+		}
+		if l.RPM == 0 || l.TPM == 0 {
+			cfg.Buckets = opts.buckets(l, true)
+			if p.unannounced, err = tollgate.New(cfg); err != nil {
+				return nil, t.fail(fmt.Errorf("openai: %w", err))
+			}
+		}
+	}
+	return t, nil
+}
+
+// config checks the options and assembles the tollgate.Config they ask
+// for, all but the scope, buckets and limiter.
+func (o *Options) config() (tollgate.Config, error) {
+	cfg := o.Tollgate
+	switch {
+	case cfg.Base != nil:
+		return cfg, errors.New("openai: set Options.Base, not Options.Tollgate.Base")
+	case cfg.Limiter != nil:
+		return cfg, errors.New("openai: Options.Tollgate.Limiter is set: NewTransport builds the limiter on the Redis client it is given")
+	case cfg.Costs != nil:
+		return cfg, errors.New("openai: set the cost table in Options.Table, not Options.Tollgate.Costs")
+	case cfg.Buckets != nil:
+		return cfg, errors.New("openai: set limits in Options.Limits and Options.Models, not Options.Tollgate.Buckets")
+	case cfg.Upstream != nil:
+		return cfg, errors.New("openai: Options.Tollgate.Upstream is set: NewTransport reads OpenAI's responses itself")
+	case o.Minute < 0:
+		return cfg, fmt.Errorf("openai: Options.Minute is %v; it must not be negative", o.Minute)
+	case o.MaxBody < 0:
+		return cfg, fmt.Errorf("openai: Options.MaxBody is %d; it must not be negative", o.MaxBody)
+	case o.ReservePercent >= 100 || o.ReservePercent != o.ReservePercent:
+		return cfg, fmt.Errorf("openai: Options.ReservePercent is %v; it must be under 100", o.ReservePercent)
+	}
+	c := o.Counting
+	if c.CharsPerToken < 0 || c.OutputTokens < 0 || c.MediaTokens < 0 {
+		return cfg, fmt.Errorf("openai: Options.Counting %+v: counts must not be negative", c)
+	}
+	for m, l := range o.Models {
+		if err := l.check(); err != nil {
+			return cfg, fmt.Errorf("openai: Options.Models[%q]: %w", m, err)
+		}
+	}
+	if err := o.Limits.check(); err != nil {
+		return cfg, fmt.Errorf("openai: Options.Limits: %w", err)
+	}
+	table := o.Table
+	if len(table.Rules) == 0 && table.Default == nil {
+		table = Table(c)
+	}
+	ct, err := costs.New(table)
+	if err != nil {
+		return cfg, fmt.Errorf("openai: %w", err)
+	}
+	cfg.Base, cfg.Costs, cfg.Upstream = o.Base, ct, Upstream()
+	return cfg, nil
+}
+
+// check reports limits that are negative.
+func (l Limits) check() error {
+	if l.RPM < 0 || l.TPM < 0 || l.RPD < 0 || l.TPD < 0 {
+		return fmt.Errorf("limits %+v must not be negative", l)
+	}
+	return nil
+}
+
+// buckets returns the Requests and Tokens buckets of a model with limits
+// l: a minute each, learned from the x-ratelimit-* headers unless given
+// (for unannounced, a minute not given is not limited), and a day when given.
+func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket {
+	minute := o.Minute
+	if minute == 0 {
+		minute = time.Minute
+	}
+	reserve := o.ReservePercent
+	switch {
+	case reserve == 0:
+		reserve = DefaultReservePercent
+	case reserve < 0:
+		reserve = 0
+	}
+	bucket := func(perMinute, perDay int64, announced string) tollgate.Bucket {
+		if perMinute == 0 && unannounced {
+			perMinute = maxUnits
+		}
+		b := tollgate.Bucket{ReservePercent: reserve, Announced: announced,
+			Limits: []quota.Limit{quota.PerWindow(perMinute, minute)}}
+		if perDay > 0 {
+			b.Limits = append(b.Limits, quota.PerWindow(perDay, 24*60*minute))
+		}
+		return b
+	}
+	return map[string]tollgate.Bucket{
+		Requests: bucket(l.RPM, l.RPD, "openai/requests"),
+		Tokens:   bucket(l.TPM, l.TPD, "openai/tokens"),
+	}
+}
+
+// fail releases what NewTransport started before returning err.
+func (t *Transport) fail(err error) error {
+	t.Close()
+	return err
+}
+
+// scopeKey carries a request's scope in its context, from RoundTrip to the
+// Transports' ScopeFunc.
+type scopeKey struct{}
+
+// scopeOf is the ScopeFunc of the Transports: the scope RoundTrip named.
+func (t *Transport) scopeOf(req *http.Request) (string, error) {
+	if s, ok := req.Context().Value(scopeKey{}).(string); ok {
+		return s, nil
+	}
+	return "", errors.New("openai: the request did not come through the Transport's RoundTrip")
+}
+
+// RoundTrip charges the request to its model's buckets and sends it, as
+// tollgate.Transport.RoundTrip does. It never modifies req, and closes its
+// body on every path. Besides tollgate's errors, it fails with an error
+// matching ErrBody, before sending anything, when a request that counts
+// tokens has a body that is not a JSON object or is larger than
+// Options.MaxBody; and with a *BillingError when the upstream answers 429
+// insufficient_quota (but to OpenAI's own SDKs: see BillingError).
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	k := kindOf(req.Method, req.URL.Path)
+	model := deploymentOf(req.URL.Path)
+	out := req
+	ctx := req.Context()
+	if k != other {
+		body, err := t.readBody(req)
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
+		}
+		f, err := parse(body)
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
+		}
+		if model == "" {
+			model = f.model
+		}
+		ctx = withRead(ctx, &read{facts: f})
+		out = req.Clone(ctx)
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.ContentLength = int64(len(body))
+	}
+	pool := poolOf(req)
+	if t.pool != nil {
+		var err error
+		if pool, err = t.pool(req); err != nil || pool == "" || strings.Contains(pool, "/") {
+			closeBody(out)
+			return nil, fmt.Errorf("openai: the scope func named the pool %q (%v): it must be a name without \"/\"", pool, err)
+		}
+	}
+	scope := scopeName(pool, model)
+	ctx = context.WithValue(ctx, scopeKey{}, scope)
+	if out == req {
+		out = req.WithContext(ctx)
+	} else {
+		out = out.WithContext(ctx)
+	}
+	p := t.profileOf(model)
+	inner, done, err := t.route(ctx, p, scope)
+	if err != nil {
+		closeBody(out)
+		return nil, err
+	}
+	resp, err := inner.RoundTrip(out)
+	done(resp)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		body, _ := tollgate.PeekBody(resp, maxErrorBody)
+		if isBilling(body) {
+			if retriesOnItsOwn(req) {
+				resp.Header.Set("X-Should-Retry", "false")
+				return resp, nil
+			}
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+			resp.Body.Close()
+			return nil, billingError(endpointNames[k], scope, body)
+		}
+	}
+	return resp, nil
+}
+
+// readBody reads and closes the body of a request that counts tokens.
+func (t *Transport) readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	return readAll(req.Body, t.maxBody)
+}
+
+// closeBody closes the body of a request that is not sent.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// profileOf returns the profile of a model's limits.
+func (t *Transport) profileOf(model string) *profile {
+	if p, ok := t.profiles[model]; ok && model != "" {
+		return p
+	}
+	return t.profiles[""]
+}
+
+// forScope returns the Transport that decides a scope's requests now, for
+// Usage, Record and Pause.
+func (t *Transport) forScope(scope string) *tollgate.Transport {
+	p := t.profiles[""]
+	if _, model, ok := strings.Cut(scope, "/"); ok {
+		for m, q := range t.profiles {
+			if m != "" && modelName(m) == model {
+				p = q
+				break
+			}
+		}
+	}
+	if p.unannounced != nil && t.states.silent(scope) {
+		return p.unannounced
+	}
+	return p.learned
+}
+
+// Usage reads how much of each limit of a bucket (Requests or Tokens) is
+// spent in a scope (see Scope), as tollgate.Transport.Usage does.
+func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
+	return t.forScope(scope).Usage(ctx, scope, bucket)
+}
+
+// Record counts units of a bucket spent in a scope outside tollgate, as
+// tollgate.Transport.Record does.
+func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
+	return t.forScope(scope).Record(ctx, scope, bucket, units)
+}
+
+// Pause stops a scope's bucket ("" for all of the scope's) for every
+// process, for d, as tollgate.Transport.Pause does.
+func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
+	return t.forScope(scope).Pause(ctx, scope, bucket, d)
+}
+
+// CloseIdleConnections closes the idle connections of Base, when it can;
+// http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() {
+	if p := t.profiles[""]; p != nil && p.learned != nil {
+		p.learned.CloseIdleConnections()
+	}
+}
+
+// Close releases the Transport, and the in-process Redis if NewTransport
+// started one.
+func (t *Transport) Close() error {
+	var errs []error
+	for _, p := range t.profiles {
+		for _, tr := range []*tollgate.Transport{p.learned, p.unannounced} {
+			if tr != nil {
+				errs = append(errs, tr.Close())
+			}
+		}
+	}
+	if t.owned != nil {
+		errs = append(errs, t.owned.Close())
+	}
+	return errors.Join(errs...)
+}
