@@ -316,7 +316,7 @@ func (t *Transport) reconcileOne(ctx context.Context, d *decider, r *quota.Reser
 	if q.Remaining == 0 && q.Reset.After(now) {
 		if qe, known := t.exhausted.check(scope, bucketEndpoint(bucket), now); !known || !qe.Upstream || qe.RetryAfter < q.Reset.Sub(now) {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			err := d.lim.Pause(pctx, scope, bucket, q.Reset.Sub(now))
+			_, err := d.lim.PauseBecause(pctx, scope, bucket, q.Reset.Sub(now), "the upstream announced none left until its reset")
 			cancel()
 			if err == nil {
 				t.exhausted.note(scope, bucket, 0, true, q.Reset, now)

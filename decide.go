@@ -72,10 +72,14 @@ func (t *Transport) decide(ctx context.Context, c *call) (outcome, error) {
 	if t.askRedis(ctx, c.scope) {
 		o, ok, err := t.renewLease(ctx, c)
 		if ok {
+			t.describe(ctx, c, o.scope(c))
 			return o, nil
 		}
 		if err == nil {
 			o, err = t.apply(ctx, &t.redis, c)
+		}
+		if err == nil || isQuotaError(err) {
+			t.describe(ctx, c, o.scope(c))
 		}
 		if !errors.Is(err, quota.ErrRedis) {
 			return o, err
@@ -179,6 +183,7 @@ func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope str
 		o.slots, o.gates = slots, gates
 		return o, nil
 	}
+	epoch := t.exhausted.mark()
 	r, err := d.lim.Allow(ctx, scope, charges...)
 	if err != nil {
 		t.releaseSlots(ctx, append(slots, gates...))
@@ -188,7 +193,7 @@ func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope str
 		t.releaseSlots(ctx, append(slots, gates...))
 		qe := refusal(c, scope, r)
 		if !d.local && !c.background && (qe.Bucket != "" || qe.Upstream) && qe.RetryAfter > 0 {
-			t.exhausted.note(scope, qe.Bucket, qe.Units, qe.Upstream, t.now().Add(qe.RetryAfter), t.now())
+			t.exhausted.noteSince(epoch, scope, qe.Bucket, qe.Units, qe.Upstream, t.now().Add(qe.RetryAfter), t.now())
 		}
 		return o, qe
 	}

@@ -47,7 +47,7 @@ func TestFreeRequestsAskNothing(t *testing.T) {
 	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil { // the one unit
 		t.Fatal(err)
 	}
-	before := counter.n
+	before := counter.n()
 	for range 5 {
 		if _, err := get(t, tr, up.URL+"/v1/status"); err != nil {
 			t.Fatalf("a free request with the pool spent: %v", err)
@@ -56,8 +56,8 @@ func TestFreeRequestsAskNothing(t *testing.T) {
 			t.Fatalf("an upload chunk: %v", err)
 		}
 	}
-	if counter.n != before {
-		t.Errorf("10 free requests sent %d commands to Redis, want none", counter.n-before)
+	if counter.n() != before {
+		t.Errorf("10 free requests sent %d commands to Redis, want none", counter.n()-before)
 	}
 	if up.count() != 11 {
 		t.Errorf("the upstream received %d requests, want 11", up.count())

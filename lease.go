@@ -95,6 +95,8 @@ func (t *Transport) renewLease(ctx context.Context, c *call) (outcome, bool, err
 	if !ok {
 		return outcome{}, false, nil
 	}
+	done := t.listen(ctx) // first: a pause told once the lease is granted must reach it
+	defer done()
 	ch := c.endpoint.Charges[0]
 	s := t.leases.slot(leaseKey{c.scope, ch.Bucket})
 	s.mu.Lock()
@@ -140,4 +142,51 @@ func (l *leases) endAll(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// end ends the leases of the scope buckets match reports true for, at
+// once for the requests about to spend from them, then giving back what
+// they did not spend: a pause told by another process concerns them.
+func (l *leases) end(ctx context.Context, match func(leaseKey) bool) {
+	l.mu.Lock()
+	var slots []*leaseSlot
+	for k, s := range l.slots {
+		if match(k) {
+			slots = append(slots, s)
+		}
+	}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range slots {
+		s.mu.Lock()
+		ls := s.ls
+		s.ls = nil
+		s.mu.Unlock()
+		if ls != nil {
+			wg.Go(func() { _ = ls.End(ctx) })
+		}
+	}
+	wg.Wait()
+}
+
+// live reports whether a lease may still be spent from, or is being
+// taken.
+func (l *leases) live() bool {
+	l.mu.Lock()
+	slots := make([]*leaseSlot, 0, len(l.slots))
+	for _, s := range l.slots {
+		slots = append(slots, s)
+	}
+	l.mu.Unlock()
+	for _, s := range slots {
+		if !s.mu.TryLock() {
+			return true // being renewed
+		}
+		ls := s.ls
+		s.mu.Unlock()
+		if ls != nil && time.Now().Before(ls.Deadline()) {
+			return true
+		}
+	}
+	return false
 }

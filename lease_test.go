@@ -32,8 +32,8 @@ func TestLeaseModeSpendsWithoutRoundTrips(t *testing.T) {
 	if up.count() != 100 {
 		t.Fatalf("the upstream got %d requests, want 100", up.count())
 	}
-	if counter.n > 6 {
-		t.Errorf("100 leased requests sent %d commands to Redis, want a few", counter.n)
+	if counter.n() > 6 {
+		t.Errorf("100 leased requests sent %d commands to Redis, want a few", counter.n())
 	}
 	leased := 0
 	for _, ev := range d.list() {

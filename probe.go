@@ -80,6 +80,7 @@ func (t *Transport) askRedis(ctx context.Context, scope string) bool {
 // redisFailed switches to the outage modes after a Redis failure.
 func (t *Transport) redisFailed(ctx context.Context, err error) {
 	if t.probe.fail(err, t.now()) {
+		t.deafen()
 		t.switched(ctx, Switch{Up: false, Err: err})
 	}
 }

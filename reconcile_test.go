@@ -2,6 +2,7 @@ package tollgate_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -23,15 +24,44 @@ import (
 // does not.
 
 // roundTrips counts a go-redis client's round trips: a command, or a
-// pipeline of them.
+// pipeline of them; not those that set a connection up (HELLO, CLIENT
+// SETINFO), nor the write of bucket descriptions for the operators'
+// tools, made once per process and scope bucket off the requests' path
+// (on a connection of its own when a request holds the other), whenever
+// they land.
 type roundTrips struct{ n atomic.Int64 }
 
 func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !aside([]redis.Cmder{cmd}) {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
 }
 func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !aside(cmds) {
+			c.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// aside reports commands that are not a request's: a connection's setup,
+// or descriptions written.
+func aside(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		args := c.Args()
+		switch {
+		case c.Name() == "hello" || c.Name() == "client":
+		case c.Name() == "set" && len(args) > 1 && strings.HasSuffix(fmt.Sprint(args[1]), ":about"):
+		default:
+			return false
+		}
+	}
+	return len(cmds) > 0
 }
 
 // countingUpstream answers in memory, announcing in GitHub's headers a

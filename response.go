@@ -40,8 +40,13 @@ func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Res
 	if o.by != nil && v.Pause > 0 {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
+		said := strconv.Itoa(resp.StatusCode)
+		if v.Reason != "" {
+			said += " " + v.Reason
+		}
+		reason := pauseReason("the upstream answered " + said + " to " + c.endpoint.Name)
 		for _, b := range buckets {
-			if err := o.by.lim.Pause(pctx, qe.Scope, b, v.Pause); err != nil {
+			if _, err := o.by.lim.PauseBecause(pctx, qe.Scope, b, v.Pause, reason); err != nil {
 				t.log(ctx, slog.LevelWarn, "tollgate: could not record the upstream's quota signal",
 					slog.String("scope", qe.Scope), slog.String("bucket", b), slog.Any("err", err))
 			}

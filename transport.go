@@ -161,6 +161,9 @@ type Transport struct {
 	held      heldSlots // the slots of requests in flight
 	usage     usageReads
 	closed    atomic.Bool
+
+	described described // the scope buckets described for operators
+	listening listening // to the pauses and resumes others tell
 }
 
 // New checks cfg and builds its Transport. It reports, as an error
@@ -223,6 +226,7 @@ func New(cfg Config) (*Transport, error) {
 	if err := t.checkPolicies(); err != nil {
 		return nil, err
 	}
+	t.exhausted.noted = t.listenSoon
 	return t, nil
 }
 
@@ -269,6 +273,8 @@ func (t *Transport) checkPolicy(p Policy) error {
 // caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
+	t.stopListening()
+	t.described.writing.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	leaseErr := t.leases.endAll(ctx)

@@ -75,15 +75,16 @@ func (t *Transport) Record(ctx context.Context, scope, bucket string, units int6
 // Pause stops every process sharing the Redis from spending bucket in
 // scope, or the whole scope for bucket "", until d has passed, as when the
 // upstream says its quota is spent; a shorter pause never cuts a longer
-// one short. This process also refuses at once, without asking Redis, the
-// requests whose policy fails fast.
+// one short. The processes spending from leases are told at once. This
+// process also refuses at once, without asking Redis, the requests whose
+// policy fails fast.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
 	if bucket != "" {
 		if _, ok := t.redis.limits[bucket]; !ok {
 			return fmt.Errorf("tollgate: bucket %q is not one the cost table charges", bucket)
 		}
 	}
-	if err := t.cfg.Limiter.Pause(ctx, scope, bucket, d); err != nil {
+	if _, err := t.cfg.Limiter.PauseBecause(ctx, scope, bucket, d, ""); err != nil {
 		return err
 	}
 	now := t.now()

@@ -25,6 +25,9 @@ const format = 2
 //	<prefix>{S}:B:slots:alive      the same ids by the instant (µs) their wait expires
 //	<prefix>{S}:B:slots:n          the last ticket drawn
 //	<prefix>{S}:background[:alive|:n]  the scope's background room, likewise
+//	<prefix>{S}:B:about    B's description for operators' tools: JSON, versioned (describe.go)
+//	<prefix>{S}:[B:]pause:why  "<until µs>:<reason>", the reason of the pause ending at until
+//	<prefix>control[:applied]  the channels pauses and resumes are told and acknowledged on
 //
 // A window is named w<length> (sliding), day@<zone> (calendar), f<length>
 // (fixed, whatever its end) or n.<name> (a limit with a Name). Its calls

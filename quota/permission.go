@@ -51,6 +51,10 @@ func asPermissionError(op string, err error) *permissionError {
 	switch {
 	case strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH"):
 		e.needs = "check the user and password the Redis client logs in with"
+	case strings.HasPrefix(msg, "NOPERM") && (op == "survey" || op == "scan" || op == "confirm"):
+		// What operators' tools do (survey.go, control.go), beyond the programs' rights.
+		e.needs = "the operators' tools need the ACL SETUSER tollgate-ops line in tollgate's README: " +
+			"the programs' rules, and SCAN and PUBSUB NUMSUB"
 	case strings.HasPrefix(msg, "NOPERM"):
 		e.needs = "grant the user the rules of the ACL SETUSER line in tollgate's README: " +
 			"keys and channels under the limiter's prefix, and the commands it names"

@@ -65,6 +65,7 @@ type Limiter struct {
 	calendar calendarArgs
 	keeper   keeper   // renews the slots held
 	watchers watchers // wakes the callers waiting for a slot
+	told     toldIDs  // the notices told while Confirm waits for them
 	replicas replicas // how many must have each write (WithReplicas)
 }
 

@@ -37,6 +37,10 @@ var (
 	pausePart string
 	//go:embed announce.lua
 	announcePart string
+	//go:embed control.lua
+	controlPart string
+	//go:embed inspect.lua
+	inspectPart string
 )
 
 var (
@@ -62,4 +66,10 @@ var (
 	announceScript = newScript(clockPart + logPart + announcePart)
 	// pauseScript sets a pause; it needs only the clock.
 	pauseScript = newScript(clockPart + pausePart)
+	// controlScript pauses for a reason, or resumes, and tells every
+	// process listening.
+	controlScript = newScript(clockPart + controlPart)
+	// inspectScript reads what is under way in a bucket: leases, slots,
+	// waiters.
+	inspectScript = newScript(clockPart + logPart + inspectPart)
 )

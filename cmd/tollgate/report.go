@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/quota"
+)
+
+// A report is what status shows: every scope, bucket and window found
+// under the prefix, read at one instant. It is also the -json output.
+type report struct {
+	At     time.Time     `json:"at"`
+	Prefix string        `json:"prefix"`
+	Scopes []scopeReport `json:"scopes"`
+}
+
+type scopeReport struct {
+	Scope string `json:"scope"`
+	// Hashed: the keys hold a hash of the name, and no process described
+	// a bucket of it, so the name is not known.
+	Hashed            bool           `json:"hashed,omitempty"`
+	Pause             *pauseReport   `json:"pause,omitempty"`
+	BackgroundWaiting int            `json:"background_waiting"`
+	Buckets           []bucketReport `json:"buckets"`
+}
+
+type pauseReport struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+type bucketReport struct {
+	Bucket string `json:"bucket"`
+	// Described: a process left the bucket's limits in Redis; without
+	// them the windows found are listed by name only.
+	Described bool           `json:"described"`
+	Announced string         `json:"announced,omitempty"`
+	Pause     *pauseReport   `json:"pause,omitempty"`
+	Windows   []windowReport `json:"windows"`
+	// Undescribed are windows found with no limit described for them,
+	// as keys name them.
+	Undescribed []string   `json:"undescribed_windows,omitempty"`
+	Leases      int        `json:"leases"`
+	Leased      int64      `json:"leased_units"`
+	LeasedUntil *time.Time `json:"leased_until,omitempty"`
+	InFlight    int        `json:"in_flight"`
+	InFlightCap int        `json:"in_flight_cap,omitempty"`
+	SlotWaiting int        `json:"slot_waiting"`
+}
+
+type windowReport struct {
+	// Window names the window, e.g. "day America/Los_Angeles",
+	// "sliding 1m40.05s", "fixed 1h0m0s".
+	Window string `json:"window"`
+	// Limit is the units tollgate lets through, Quota the upstream's
+	// units behind it (0: not told).
+	Limit     int64 `json:"limit"`
+	Quota     int64 `json:"quota,omitempty"`
+	Used      int64 `json:"used"`
+	Held      int64 `json:"held"`
+	Remaining int64 `json:"remaining"`
+	// NextFree is when the oldest counted units leave; Reset when all
+	// have (a calendar day's next midnight).
+	NextFree *time.Time `json:"next_free,omitempty"`
+	Reset    *time.Time `json:"reset,omitempty"`
+	zone     *time.Location
+}
+
+// gather reads the report: one scope, or every scope when scope is "".
+func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClient, prefix, scope string, clock func() time.Time) (*report, error) {
+	stored, err := lim.Survey(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	now, err := serverNow(ctx, client, clock)
+	if err != nil {
+		return nil, err
+	}
+	r := &report{At: now, Prefix: prefix, Scopes: []scopeReport{}}
+	for _, s := range stored {
+		sr, err := gatherScope(ctx, lim, s, now)
+		if err != nil {
+			return nil, fmt.Errorf("scope %s: %w", s.Scope, err)
+		}
+		r.Scopes = append(r.Scopes, sr)
+	}
+	return r, nil
+}
+
+func gatherScope(ctx context.Context, lim *quota.Limiter, s quota.StoredScope, now time.Time) (scopeReport, error) {
+	sr := scopeReport{Scope: s.Scope, Hashed: s.Hashed, Buckets: []bucketReport{}}
+	if s.Hashed {
+		// Its keys cannot be named from a hash: list what was found.
+		for _, b := range s.Buckets {
+			sr.Buckets = append(sr.Buckets, bucketReport{Bucket: b.Bucket, Windows: []windowReport{}, Undescribed: b.Windows})
+		}
+		return sr, nil
+	}
+	if s.Paused {
+		p, err := lim.PauseOf(ctx, s.Scope, "")
+		if err != nil {
+			return sr, err
+		}
+		sr.Pause = pauseIn(p, now)
+	}
+	for _, b := range s.Buckets {
+		br := bucketReport{Bucket: b.Bucket, Windows: []windowReport{}}
+		if b.Paused {
+			p, err := lim.PauseOf(ctx, s.Scope, b.Bucket)
+			if err != nil {
+				return sr, err
+			}
+			br.Pause = pauseIn(p, now)
+		}
+		var limits []quota.Limit
+		var quotas []int64
+		if d := b.Description; d != nil {
+			br.Described, br.Announced, br.InFlightCap = true, d.Announced, d.InFlight
+			var a quota.Announced
+			var known bool
+			if d.Announced != "" {
+				var err error
+				if a, known, err = lim.LastAnnouncement(ctx, s.Scope, b.Bucket); err != nil {
+					return sr, err
+				}
+			}
+			limits = d.Enforced(a, known)
+			quotas = d.Quotas
+			if d.Announced != "" && len(limits) < len(d.Limits) {
+				quotas = quotas[min(1, len(quotas)):] // the first limit is still to be learned
+			} else if d.Announced != "" && known && len(quotas) > 0 {
+				quotas = append([]int64{a.Limit}, quotas[1:]...)
+			}
+		}
+		for i, l := range limits {
+			u, err := lim.Usage(ctx, s.Scope, b.Bucket, l)
+			if err != nil {
+				return sr, err
+			}
+			w := windowReport{Window: windowName(l), Limit: l.Units, Used: u.Used, Held: u.Held, Remaining: u.Remaining,
+				NextFree: optional(u.NextFree), Reset: optional(u.Reset)}
+			if i < len(quotas) {
+				w.Quota = quotas[i]
+			}
+			if l.Calendar {
+				w.zone = l.Location
+			}
+			br.Windows = append(br.Windows, w)
+		}
+		if !br.Described {
+			br.Undescribed = b.Windows
+		}
+		probe := quota.PerWindow(1, time.Second) // leases are read from the first limit's window
+		if len(limits) > 0 {
+			probe = limits[0]
+		}
+		a, err := lim.Activity(ctx, s.Scope, b.Bucket, probe)
+		if err != nil {
+			return sr, err
+		}
+		br.Leases, br.Leased, br.LeasedUntil = a.Leases, a.Leased, optional(a.LeasedUntil)
+		br.InFlight, br.SlotWaiting = a.InFlight, a.SlotWaiters
+		sr.BackgroundWaiting = a.BackgroundWaiters
+		sr.Buckets = append(sr.Buckets, br)
+	}
+	return sr, nil
+}
+
+// pauseIn reports a pause still in force at now.
+func pauseIn(p quota.Paused, now time.Time) *pauseReport {
+	if !p.Until.After(now) {
+		return nil
+	}
+	return &pauseReport{Until: p.Until, Reason: p.Reason}
+}
+
+// serverNow is the instant the decisions are made at: Redis's clock, or
+// the fixed one.
+func serverNow(ctx context.Context, client redis.UniversalClient, clock func() time.Time) (time.Time, error) {
+	if clock != nil {
+		return clock(), nil
+	}
+	t, err := client.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading Redis's clock: %w", err)
+	}
+	return t, nil
+}
+
+// windowName names a limit's window for people.
+func windowName(l quota.Limit) string {
+	switch {
+	case l.Calendar:
+		return "day " + l.Location.String()
+	case l.Fixed:
+		return "fixed " + l.Window.String()
+	}
+	return "sliding " + l.Window.String()
+}
+
+func optional(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

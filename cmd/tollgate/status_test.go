@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/testclock"
+	"github.com/tollgate/tollgate/quota"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestStatusGolden: processes spend, lease, hold a slot and are paused on
+// a fixed clock; status shows it all, as text and as JSON, byte for byte
+// as the golden files say.
+func TestStatusGolden(t *testing.T) {
+	e := newEnv(t)
+	// 09:00 Pacific, the day after the clocks went back.
+	clock := testclock.New(time.Date(2026, 11, 2, 17, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+
+	one := e.process(t, e.limiter(t, clock.Now), nil)
+	e.spend(t, one, "project-a", "/v1/items", 30)
+	e.spend(t, one, "project-a", "/v1/search", 2)
+	held, err := e.get(one, "project-a", "/v1/search") // in flight until its body is closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Body.Close()
+	e.spend(t, one, "team alpha", "/v1/items", 7) // a name keys hold as a hash
+	// Another process spends from leases of 50 units.
+	two := e.process(t, e.limiter(t, clock.Now), func(cfg *tollgate.Config) {
+		cfg.Lease = func(string, string) (int64, time.Duration) { return 50, time.Minute }
+	})
+	e.spend(t, two, "project-b", "/v1/items", 3)
+	// A program of another version decided on a window nobody describes.
+	lim := e.limiter(t, clock.Now)
+	if _, err := lim.Allow(ctx, "legacy", quota.Charge{Bucket: "pool", Units: 5, Limits: []quota.Limit{quota.PerWindow(100, time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	described(t, lim, "pool", "project-a", "team alpha", "project-b")
+	described(t, lim, "search", "project-a")
+
+	// The operators act, a few seconds later: less than quota.SlotTTL, on
+	// this clock, lest the slot held look expired.
+	clock.Add(2 * time.Second)
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"spend", "-scope", "project-a", "-bucket", "pool", "-units", "200"},
+			"recorded 200 units spent in bucket \"pool\" of scope \"project-a\", in 2 windows\n"},
+		{[]string{"pause", "-scope", "project-a", "-bucket", "search", "-for", "30m", "-reason", "deploy rollback"},
+			"paused bucket \"search\" of scope \"project-a\" until 17:30:02 UTC (in 30m0s): deploy rollback\n" +
+				"the 1 process listening applied it\n"},
+		{[]string{"pause", "-scope", "team alpha", "-for", "2h", "-reason", "over budget"},
+			"paused scope \"team alpha\" until 19:00:02 UTC (in 2h0m0s): over budget\n" +
+				"the 1 process listening applied it\n"},
+	} {
+		code, out, errs := cmd(t, clock.Now, append(step.args, "-redis", e.url)...)
+		if code != 0 || out != step.want || errs != "" {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q; want 0, %q", step.args, code, out, errs, step.want)
+		}
+	}
+
+	clock.Add(2 * time.Second)
+	for _, golden := range []struct {
+		file string
+		args []string
+	}{
+		{"status.golden", []string{"status"}},
+		{"status.json.golden", []string{"status", "-json"}},
+		{"status-project-a.golden", []string{"status", "-scope", "project-a"}},
+	} {
+		code, out, errs := cmd(t, clock.Now, append(golden.args, "-redis", e.url)...)
+		if code != 0 || errs != "" {
+			t.Fatalf("%v: exit %d, stderr %q", golden.args, code, errs)
+		}
+		path := filepath.Join("testdata", golden.file)
+		if *update {
+			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != string(want) {
+			t.Errorf("%v wrote\n%s\nwant (%s)\n%s", golden.args, out, path, want)
+		}
+	}
+}

@@ -1,0 +1,289 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The kill switch. A pause stops decisions in Redis (see Pause); a process
+// spending from a lease, or remembering refusals, asks Redis nothing and
+// would not see it. So PauseBecause and Resume also tell every process
+// listening (see Listen) on a Redis channel, and a tool can wait until
+// each has acknowledged applying what it was told (Confirm).
+
+// MaxReason is the longest reason a pause may carry, in bytes.
+const MaxReason = 200
+
+// Paused is a pause as Redis holds it.
+type Paused struct {
+	// Until is when spending may resume, on the limiter's clock; zero when
+	// no pause is in force.
+	Until time.Time
+	// Reason is why, as the pause's writer said, e.g. "deploy rollback";
+	// empty when it said nothing.
+	Reason string
+}
+
+// PauseBecause pauses bucket in scope (the whole scope for bucket "") as
+// Pause does, keeping reason beside the pause for tools such as
+// cmd/tollgate to show, and tells every process listening (see Listen). A
+// shorter pause never cuts a longer one short: the pause in force, with
+// its own reason, stays, and is returned. A reason is plain text of at
+// most MaxReason bytes, and never a secret.
+func (l *Limiter) PauseBecause(ctx context.Context, scope, bucket string, d time.Duration, reason string) (Paused, error) {
+	if err := l.check(scope); err != nil {
+		return Paused{}, err
+	}
+	if d <= 0 {
+		return Paused{}, invalid("pause "+d.String(), "duration must be positive")
+	}
+	if len(reason) > MaxReason || !utf8.ValidString(reason) {
+		return Paused{}, invalid("pause reason", "must be valid UTF-8 of at most "+strconv.Itoa(MaxReason)+" bytes")
+	}
+	key := pauseKey(l.scopeKey(scope), bucket)
+	v, err := l.control(ctx, "pause", scope, bucket, []string{key, key + ":why"}, d.Microseconds(), reason)
+	if err != nil {
+		return Paused{}, err
+	}
+	list, _ := v.([]any)
+	if len(list) != 3 {
+		return Paused{}, &RedisError{Op: "pause", Err: errReply(v)}
+	}
+	until, ok1 := list[0].(int64)
+	why, ok2 := list[1].(string)
+	if !ok1 || !ok2 {
+		return Paused{}, &RedisError{Op: "pause", Err: errReply(v)}
+	}
+	return Paused{Until: time.UnixMicro(until), Reason: why}, nil
+}
+
+// Resume lifts the pause of bucket in scope, or for bucket "" the
+// scope's pause and the pause of every bucket in it, whoever set them (an
+// upstream's 429 included), and tells every process listening. It returns
+// the number of pauses lifted.
+func (l *Limiter) Resume(ctx context.Context, scope, bucket string) (int, error) {
+	if err := l.check(scope); err != nil {
+		return 0, err
+	}
+	sk := l.scopeKey(scope)
+	keys := []string{pauseKey(sk, bucket), pauseKey(sk, bucket) + ":why"}
+	if bucket == "" {
+		found, err := l.scanScope(ctx, scope, globEscape(sk)+"*:pause")
+		if err != nil {
+			return 0, err
+		}
+		for _, k := range found {
+			if k != keys[0] {
+				keys = append(keys, k, k+":why")
+			}
+		}
+	}
+	v, err := l.control(ctx, "resume", scope, bucket, keys)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, &RedisError{Op: "resume", Err: errReply(v)}
+	}
+	return int(n), nil
+}
+
+// PauseOf reads the pause of bucket in scope (of the whole scope for
+// bucket ""), writing nothing: its Until is zero when none is set.
+func (l *Limiter) PauseOf(ctx context.Context, scope, bucket string) (Paused, error) {
+	if err := l.check(scope); err != nil {
+		return Paused{}, err
+	}
+	key := pauseKey(l.scopeKey(scope), bucket)
+	// One slot: the scope's hash tag. Two GETs in a pipeline, not an MGET,
+	// which a cluster client may refuse to split.
+	var until, why *redis.StringCmd
+	_, _ = l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		until, why = p.Get(ctx, key), p.Get(ctx, key+":why")
+		return nil
+	})
+	v, err := until.Result()
+	if errors.Is(err, redis.Nil) {
+		return Paused{}, nil
+	}
+	if err != nil {
+		return Paused{}, redisError(ctx, "pause", err)
+	}
+	us, perr := strconv.ParseInt(v, 10, 64)
+	if perr != nil || us <= 0 || strings.Trim(v, "0123456789") != "" {
+		return Paused{}, &formatError{msg: key + " holds a pause of a Redis format this tollgate cannot read"}
+	}
+	p := Paused{Until: time.UnixMicro(us)}
+	if w, err := why.Result(); err == nil {
+		if at, text, ok := strings.Cut(w, ":"); ok && at == v {
+			p.Reason = text
+		}
+	}
+	return p, nil
+}
+
+// control runs control.lua, telling the notice on the control channel.
+func (l *Limiter) control(ctx context.Context, op, scope, bucket string, keys []string, extra ...any) (any, error) {
+	_, clockArg := l.clockArg()
+	id := l.entryID(l.seq.Add(1))
+	b := ""
+	if bucket != "" {
+		b = keyPart(bucket)
+	}
+	args := append([]any{clockArg, op, l.controlChannel(), id, keyPart(scope), b}, extra...)
+	l.told.record(id)
+	v, err := controlScript.Run(ctx, l.client, keys, args...).Result()
+	if err != nil {
+		return nil, redisError(ctx, op, err)
+	}
+	return v, nil
+}
+
+// controlChannel carries the notices; appliedChannel their
+// acknowledgements.
+func (l *Limiter) controlChannel() string { return l.prefix + "control" }
+func (l *Limiter) appliedChannel() string { return l.prefix + "control:applied" }
+
+// A Reach says how far notices went: how many processes were listening
+// when they were told, and how many of those acknowledged applying them.
+type Reach struct {
+	// Listening is the processes listening when the notices were told,
+	// e.g. 8.
+	Listening int
+	// Applied is how many acknowledged every notice in time, e.g. 8.
+	Applied int
+}
+
+// Confirm runs act, which pauses or resumes through this limiter, and
+// waits until every process listening has acknowledged applying each
+// notice act told, or wait has passed, or ctx ends: for an operator's
+// tool, so that when it returns, every process spending from a lease or
+// remembering a refusal has seen what it did. The processes not listening
+// hold neither, and see pauses in Redis at their next decision. Run one
+// Confirm at a time per limiter, and no other pause while it runs: it
+// counts the notices this limiter tells.
+func (l *Limiter) Confirm(ctx context.Context, wait time.Duration, act func(ctx context.Context) error) (Reach, error) {
+	listening, err := l.listening(ctx)
+	if err != nil {
+		return Reach{}, err
+	}
+	var acks <-chan *redis.Message
+	if listening > 0 {
+		ps := l.client.Subscribe(ctx, l.appliedChannel())
+		defer ps.Close()
+		if _, err := ps.Receive(ctx); err != nil {
+			return Reach{}, redisError(ctx, "confirm", err)
+		}
+		acks = ps.Channel()
+	}
+	ids := l.told.start()
+	err = act(ctx)
+	told := ids()
+	if err != nil || listening == 0 || len(told) == 0 {
+		return Reach{Listening: listening}, err
+	}
+	want := make(map[string]int, len(told))
+	for _, id := range told {
+		want[id] = 0
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for done := 0; done < len(told); {
+		select {
+		case m, ok := <-acks:
+			if !ok {
+				return Reach{Listening: listening, Applied: fewest(want)}, nil
+			}
+			if n, mine := want[m.Payload]; mine {
+				want[m.Payload] = n + 1
+				if n+1 == listening {
+					done++
+				}
+			}
+		case <-timer.C:
+			return Reach{Listening: listening, Applied: fewest(want)}, nil
+		case <-ctx.Done():
+			return Reach{Listening: listening, Applied: fewest(want)}, ctx.Err()
+		}
+	}
+	return Reach{Listening: listening, Applied: min(fewest(want), listening)}, nil
+}
+
+// fewest is the fewest acknowledgements any notice had.
+func fewest(acks map[string]int) int {
+	n := -1
+	for _, a := range acks {
+		if n < 0 || a < n {
+			n = a
+		}
+	}
+	return max(n, 0)
+}
+
+// listening counts the subscribers of the control channel on every node:
+// a cluster counts a node's own subscribers only.
+func (l *Limiter) listening(ctx context.Context) (int, error) {
+	var mu sync.Mutex
+	total := 0
+	count := func(ctx context.Context, c redis.UniversalClient) error {
+		m, err := c.PubSubNumSub(ctx, l.controlChannel()).Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		total += int(m[l.controlChannel()])
+		mu.Unlock()
+		return nil
+	}
+	var err error
+	switch c := l.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return count(ctx, n) })
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return count(ctx, n) })
+	default:
+		err = count(ctx, c)
+	}
+	if err != nil {
+		return 0, redisError(ctx, "confirm", err)
+	}
+	return total, nil
+}
+
+// toldIDs records the ids of the notices a limiter tells while Confirm
+// runs.
+type toldIDs struct {
+	mu  sync.Mutex
+	ids *[]string // nil when nobody records
+}
+
+func (t *toldIDs) record(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ids != nil {
+		*t.ids = append(*t.ids, id)
+	}
+}
+
+// start records from now, and returns the function that stops and
+// returns what was recorded.
+func (t *toldIDs) start() func() []string {
+	var ids []string
+	t.mu.Lock()
+	t.ids = &ids
+	t.mu.Unlock()
+	return func() []string {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.ids = nil
+		return ids
+	}
+}

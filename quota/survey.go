@@ -1,0 +1,262 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A StoredScope is what Redis holds of one scope under a limiter's
+// prefix, as Survey finds it.
+type StoredScope struct {
+	// Scope is the scope's name: as its keys spell it, or, for a name the
+	// keys hold a hash of, as a description of one of its buckets tells
+	// it; "#" and the hash when none does (Hashed).
+	Scope string
+	// Hashed reports that the name is not known, only its hash.
+	Hashed bool
+	// Paused reports that a pause of the whole scope is set.
+	Paused bool
+	// Buckets are the scope's buckets found, ordered by name.
+	Buckets []StoredBucket
+}
+
+// A StoredBucket is what Redis holds of one bucket of a scope.
+type StoredBucket struct {
+	// Bucket is the bucket's name, found as for StoredScope.Scope.
+	Bucket string
+	// Description is what a process said of the bucket (see Describe);
+	// nil when none did.
+	Description *Description
+	// Windows are the windows whose keys were found, as keys name them:
+	// e.g. "w1m0.05s" (sliding), "day@America/Los_Angeles", "f1h0m0s"
+	// (fixed), "n.announced" (named).
+	Windows []string
+	// Paused reports that a pause of the bucket is set.
+	Paused bool
+	// Announced reports that an upstream's announcement is recorded.
+	Announced bool
+	// Slots reports keys of a cap on calls in flight.
+	Slots bool
+}
+
+// Survey lists every scope and bucket that has keys under the limiter's
+// prefix, with SCAN on every node (never KEYS), and reads their
+// descriptions; for a non-empty scope, that scope alone (matched by its
+// name, or by the "#" hash a StoredScope shows), scanning its node only.
+// It returns nothing, and no error, when there are no such keys. A
+// bucket's gate while its limit is learned is not listed.
+func (l *Limiter) Survey(ctx context.Context, scope string) ([]StoredScope, error) {
+	match := globEscape(l.prefix) + "{*}:*"
+	var keys []string
+	var err error
+	if scope != "" {
+		part := keyPart(scope)
+		if strings.HasPrefix(scope, "#") {
+			part = scope // a hash, as Survey shows it
+		}
+		keys, err = l.scanSlot(ctx, l.prefix+"{"+part+"}:", globEscape(l.prefix+"{"+part+"}:")+"*")
+	} else {
+		keys, err = l.scanAll(ctx, match)
+	}
+	if err != nil {
+		return nil, redisError(ctx, "survey", err)
+	}
+	type bucketKeys struct {
+		b     StoredBucket
+		about string
+	}
+	type scopeKeys struct {
+		s       StoredScope
+		buckets map[string]*bucketKeys
+	}
+	scopes := map[string]*scopeKeys{}
+	for _, k := range keys {
+		part, rest, ok := splitKey(l.prefix, k)
+		if !ok {
+			continue
+		}
+		sc := scopes[part]
+		if sc == nil {
+			sc = &scopeKeys{s: StoredScope{Scope: part, Hashed: strings.HasPrefix(part, "#")}, buckets: map[string]*bucketKeys{}}
+			scopes[part] = sc
+		}
+		switch rest {
+		case "pause":
+			sc.s.Paused = true
+			continue
+		case "pause:why", "background", "background:alive", "background:n":
+			continue
+		}
+		bucket, suffix, ok := strings.Cut(rest, ":")
+		if !ok || bucket == "" {
+			continue
+		}
+		bk := sc.buckets[bucket]
+		if bk == nil {
+			bk = &bucketKeys{b: StoredBucket{Bucket: bucket}}
+			sc.buckets[bucket] = bk
+		}
+		switch {
+		case suffix == "about":
+			bk.about = k
+		case suffix == "pause":
+			bk.b.Paused = true
+		case suffix == "announced":
+			bk.b.Announced = true
+		case suffix == "slots" || strings.HasPrefix(suffix, "slots:"):
+			bk.b.Slots = true
+		case strings.HasSuffix(suffix, ":log") || strings.HasSuffix(suffix, ":meta") || strings.HasSuffix(suffix, ":sum"):
+			w := suffix[:strings.LastIndexByte(suffix, ':')]
+			if !slices.Contains(bk.b.Windows, w) {
+				bk.b.Windows = append(bk.b.Windows, w)
+			}
+		}
+	}
+	// Read the descriptions, in one round trip per node.
+	var abouts []*bucketKeys
+	for _, sc := range scopes {
+		for _, bk := range sc.buckets {
+			if bk.about != "" {
+				abouts = append(abouts, bk)
+			}
+		}
+	}
+	if len(abouts) > 0 {
+		cmds := make([]*redis.StringCmd, len(abouts))
+		_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, bk := range abouts {
+				cmds[i] = p.Get(ctx, bk.about)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() != nil {
+			return nil, redisError(ctx, "survey", err)
+		}
+		for i, bk := range abouts {
+			v, err := cmds[i].Bytes()
+			if errors.Is(err, redis.Nil) {
+				continue // expired since the scan
+			}
+			if err != nil {
+				return nil, redisError(ctx, "survey", err)
+			}
+			d, err := readDescription(bk.about, v)
+			if err != nil {
+				return nil, err
+			}
+			bk.b.Description = &d
+		}
+	}
+	out := make([]StoredScope, 0, len(scopes))
+	for _, sc := range scopes {
+		for part, bk := range sc.buckets {
+			if strings.HasPrefix(part, "learn.") && bk.b.Slots && len(bk.b.Windows) == 0 && bk.about == "" && !bk.b.Paused {
+				continue // a bucket's gate while its limit is learned
+			}
+			if d := bk.b.Description; d != nil {
+				bk.b.Bucket = d.Bucket
+				if sc.s.Hashed {
+					sc.s.Scope, sc.s.Hashed = d.Scope, false
+				}
+			}
+			sc.s.Buckets = append(sc.s.Buckets, bk.b)
+		}
+		slices.SortFunc(sc.s.Buckets, func(a, b StoredBucket) int { return strings.Compare(a.Bucket, b.Bucket) })
+		for i := range sc.s.Buckets {
+			slices.Sort(sc.s.Buckets[i].Windows)
+		}
+		out = append(out, sc.s)
+	}
+	slices.SortFunc(out, func(a, b StoredScope) int { return strings.Compare(a.Scope, b.Scope) })
+	return out, nil
+}
+
+// splitKey splits a key under prefix into its scope part (inside the
+// braces) and the rest, after "}:".
+func splitKey(prefix, key string) (part, rest string, ok bool) {
+	s, ok := strings.CutPrefix(key, prefix+"{")
+	if !ok {
+		return "", "", false
+	}
+	part, rest, ok = strings.Cut(s, "}:")
+	return part, rest, ok && part != ""
+}
+
+// globEscape escapes s for a SCAN MATCH pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// scanAll returns the keys matching a pattern on every node: every
+// master of a cluster, every shard of a ring.
+func (l *Limiter) scanAll(ctx context.Context, match string) ([]string, error) {
+	var mu sync.Mutex
+	var out []string
+	each := func(ctx context.Context, c redis.UniversalClient) error {
+		keys, err := scan(ctx, c, match)
+		mu.Lock()
+		out = append(out, keys...)
+		mu.Unlock()
+		return err
+	}
+	switch c := l.client.(type) {
+	case *redis.ClusterClient:
+		return out, c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return each(ctx, n) })
+	case *redis.Ring:
+		return out, c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return each(ctx, n) })
+	}
+	return out, each(ctx, l.client)
+}
+
+// scanSlot returns the keys matching a pattern on the node holding key.
+func (l *Limiter) scanSlot(ctx context.Context, key, match string) ([]string, error) {
+	switch c := l.client.(type) {
+	case *redis.ClusterClient:
+		n, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return scan(ctx, n, match)
+	case *redis.Ring:
+		return l.scanAll(ctx, match)
+	}
+	return scan(ctx, l.client, match)
+}
+
+// scanScope returns the keys of scope matching a pattern.
+func (l *Limiter) scanScope(ctx context.Context, scope, match string) ([]string, error) {
+	keys, err := l.scanSlot(ctx, l.scopeKey(scope), match)
+	if err != nil {
+		return nil, redisError(ctx, "scan", err)
+	}
+	return keys, nil
+}
+
+// scan walks one node's keys matching a pattern with SCAN.
+func scan(ctx context.Context, c redis.UniversalClient, match string) ([]string, error) {
+	var out []string
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, keys...)
+		if next == 0 {
+			return out, nil
+		}
+		cursor = next
+	}
+}
