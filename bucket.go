@@ -132,9 +132,9 @@ func enforced(charged []string, buckets map[string]Bucket, transit time.Duration
 	return limits, caps, nil
 }
 
-// DefaultBackgroundShare is the share of each limit background requests
+// defaultBackgroundShare is the share of each limit background requests
 // may spend when Config.BackgroundShare does not say.
-const DefaultBackgroundShare = 0.8
+const defaultBackgroundShare = 0.8
 
 // DefaultTransit is the Transit of a Config that sets none: enough for a
 // loaded machine to wake a waiting request and send it.

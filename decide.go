@@ -58,7 +58,7 @@ func (o outcome) scope(c *call) string {
 // there already.
 func (t *Transport) decide(ctx context.Context, c *call) (outcome, error) {
 	if c.background {
-		ctx = quota.WithPriority(ctx, Background)
+		ctx = quota.WithPriority(ctx, quota.Background)
 	}
 	if c.endpoint.Free {
 		o, err := t.admitFree(c)

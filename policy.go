@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/quota"
 )
 
 // DefaultMaxWait bounds how long the WaitTurn action lets a request wait
@@ -82,9 +83,14 @@ type Policy struct {
 	MaxWait time.Duration
 	// OnOutage applies while Redis cannot be reached.
 	OnOutage Outage
-	// Priority is the endpoint's requests' priority; a request whose
-	// context carries Background (WithPriority) is background too.
-	Priority Priority
+	// Priority is the endpoint's requests' priority (quota.Interactive,
+	// the default, or quota.Background); a request whose context carries
+	// quota.Background (quota.WithPriority) is background too. Background
+	// requests (backfills, batch jobs) may spend only
+	// Config.BackgroundShare of each limit, wait in arrival order behind
+	// every interactive request, and are never starved while their share
+	// has room.
+	Priority quota.Priority
 }
 
 // waitLimit is how long a request with this policy may wait for its turn,

@@ -28,7 +28,7 @@ func priorityTable(t *testing.T) (*costs.Table, tollgate.PolicyFunc) {
 		t.Fatal(err)
 	}
 	return tab, tollgate.Policies(tollgate.Policy{MaxWait: time.Minute},
-		map[string]tollgate.Policy{"backfill": {MaxWait: time.Minute, Priority: tollgate.Background}})
+		map[string]tollgate.Policy{"backfill": {MaxWait: time.Minute, Priority: quota.Background}})
 }
 
 // TestBackgroundGetsItsShare: live workers (80% of the pool, paced) and
@@ -122,7 +122,7 @@ func TestInteractiveOvertakesWaitingBackground(t *testing.T) {
 	go func() {
 		defer close(done)
 		// A live endpoint, made background by its context.
-		who(tollgate.WithPriority(context.Background(), tollgate.Background), "background")
+		who(quota.WithPriority(context.Background(), quota.Background), "background")
 	}()
 	for i := 0; i < 500; i++ { // until it waits in the background room
 		if n, _ := rc.ZCard(context.Background(), "tollgate:{default}:background").Result(); n == 1 {

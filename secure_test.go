@@ -142,7 +142,7 @@ func TestTransportUnderACL(t *testing.T) {
 			"core":     {Limits: []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})}, Announced: "github/core"},
 		},
 		Policy: tollgate.Policies(tollgate.Policy{MaxWait: 5 * time.Second},
-			map[string]tollgate.Policy{"backfill": {MaxWait: 5 * time.Second, Priority: tollgate.Background}}),
+			map[string]tollgate.Policy{"backfill": {MaxWait: 5 * time.Second, Priority: quota.Background}}),
 		Lease: func(scope, bucket string) (int64, time.Duration) {
 			if bucket == "leased" {
 				return 10, time.Second

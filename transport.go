@@ -87,8 +87,8 @@ type Config struct {
 	LocalShare float64
 
 	// BackgroundShare is the share of each limit, after the reserve, that
-	// background requests (see Priority) may spend, e.g. 0.8; interactive
-	// requests may spend all of it. 0 means DefaultBackgroundShare.
+	// background requests (see Policy.Priority) may spend; interactive
+	// requests may spend all of it. 0 means 0.8.
 	BackgroundShare float64
 
 	// Upstream reads every response for what it says about the quota. nil
@@ -193,7 +193,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	share := cfg.BackgroundShare
 	if share == 0 {
-		share = DefaultBackgroundShare
+		share = defaultBackgroundShare
 	}
 	if !(share > 0 && share <= 1) {
 		return nil, configErrorf("BackgroundShare %v is not within (0, 1]", cfg.BackgroundShare)
@@ -342,7 +342,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, configErrorf("endpoint %q: %v", c.endpoint.Name, err)
 		}
 	}
-	c.background = c.policy.Priority == Background || quota.PriorityOf(req.Context()) == Background
+	c.background = c.policy.Priority == quota.Background || quota.PriorityOf(req.Context()) == quota.Background
 
 	start := t.now()
 	o, err := t.decide(req.Context(), c)
