@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/embedded"
 )
@@ -127,20 +128,12 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 
 // check reports the options NewTransport cannot use.
 func (o *Options) check() error {
-	cfg := o.Tollgate
+	owned := provider.Owned{Provider: "github", Upstream: "GitHub", Buckets: "Options.Buckets",
+		Scope: "the scope is the request's credential"}
+	if err := owned.Check(o.Tollgate); err != nil {
+		return err
+	}
 	switch {
-	case cfg.Base != nil:
-		return errors.New("github: set Options.Base, not Options.Tollgate.Base")
-	case cfg.Limiter != nil:
-		return errors.New("github: Options.Tollgate.Limiter is set: NewTransport builds the limiter on the Redis client it is given")
-	case cfg.Costs != nil:
-		return errors.New("github: set the cost table in Options.Table, not Options.Tollgate.Costs")
-	case cfg.Buckets != nil:
-		return errors.New("github: set bucket limits in Options.Buckets, not Options.Tollgate.Buckets")
-	case cfg.Scope != nil:
-		return errors.New("github: Options.Tollgate.Scope is set: the scope is the request's credential")
-	case cfg.Upstream != nil:
-		return errors.New("github: Options.Tollgate.Upstream is set: NewTransport reads GitHub's responses itself")
 	case o.ReserveUnits < 0:
 		return fmt.Errorf("github: Options.ReserveUnits is %d; it must not be negative", o.ReserveUnits)
 	case o.Minute < 0 || o.Hour < 0:

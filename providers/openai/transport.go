@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/embedded"
 )
@@ -139,17 +140,11 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 // for, all but the scope, buckets and limiter.
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
+	owned := provider.Owned{Provider: "openai", Upstream: "OpenAI", Buckets: "Options.Limits and Options.Models"}
+	if err := owned.Check(cfg); err != nil {
+		return cfg, err
+	}
 	switch {
-	case cfg.Base != nil:
-		return cfg, errors.New("openai: set Options.Base, not Options.Tollgate.Base")
-	case cfg.Limiter != nil:
-		return cfg, errors.New("openai: Options.Tollgate.Limiter is set: NewTransport builds the limiter on the Redis client it is given")
-	case cfg.Costs != nil:
-		return cfg, errors.New("openai: set the cost table in Options.Table, not Options.Tollgate.Costs")
-	case cfg.Buckets != nil:
-		return cfg, errors.New("openai: set limits in Options.Limits and Options.Models, not Options.Tollgate.Buckets")
-	case cfg.Upstream != nil:
-		return cfg, errors.New("openai: Options.Tollgate.Upstream is set: NewTransport reads OpenAI's responses itself")
 	case o.Minute < 0:
 		return cfg, fmt.Errorf("openai: Options.Minute is %v; it must not be negative", o.Minute)
 	case o.MaxBody < 0:

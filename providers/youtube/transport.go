@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/embedded"
 )
@@ -162,19 +163,10 @@ func (t *Transport) fail(err error) error {
 // for, all but the scope, routes and limiter.
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
-	switch {
-	case cfg.Base != nil:
-		return cfg, errors.New("youtube: set Options.Base, not Options.Tollgate.Base")
-	case cfg.Limiter != nil:
-		return cfg, errors.New("youtube: Options.Tollgate.Limiter is set: NewTransport builds the limiter on the Redis client it is given")
-	case cfg.Costs != nil:
-		return cfg, errors.New("youtube: set the cost table in Options.Table, not Options.Tollgate.Costs")
-	case cfg.Buckets != nil:
-		return cfg, errors.New("youtube: set bucket limits in Options.Buckets, not Options.Tollgate.Buckets")
-	case cfg.Scope != nil:
-		return cfg, errors.New("youtube: Options.Tollgate.Scope is set: the scope is the pool of the request's key (Options.Pools)")
-	case cfg.Upstream != nil:
-		return cfg, errors.New("youtube: Options.Tollgate.Upstream is set: NewTransport reads YouTube's responses itself")
+	owned := provider.Owned{Provider: "youtube", Upstream: "YouTube", Buckets: "Options.Buckets",
+		Scope: "the scope is the pool of the request's key (Options.Pools)"}
+	if err := owned.Check(cfg); err != nil {
+		return cfg, err
 	}
 	for name, v := range map[string]int64{
 		"Quota": o.Quota, "SearchQuota": o.SearchQuota, "UploadQuota": o.UploadQuota,

@@ -1,0 +1,43 @@
+// Package provider holds what tollgate's provider packages (youtube,
+// github, openai) share beyond the root package.
+package provider
+
+import (
+	"fmt"
+
+	"github.com/tollgate/tollgate"
+)
+
+// Owned is what a provider's NewTransport sets itself in the
+// tollgate.Config its Options carry, and where the user sets it instead.
+type Owned struct {
+	Provider string // the package name, which starts every error
+	Upstream string // the upstream's name, e.g. "GitHub"
+	Buckets  string // the options that set limits, e.g. "Options.Buckets"
+	// Scope says how the provider scopes requests, when it does so
+	// itself; empty when Options.Tollgate.Scope is the user's to set.
+	Scope string
+}
+
+// Check returns an error naming the first setting of cfg that the
+// provider sets itself, or nil.
+func (o Owned) Check(cfg tollgate.Config) error {
+	var msg string
+	switch {
+	case cfg.Base != nil:
+		msg = "set Options.Base, not Options.Tollgate.Base"
+	case cfg.Limiter != nil:
+		msg = "Options.Tollgate.Limiter is set: NewTransport builds the limiter on the Redis client it is given"
+	case cfg.Costs != nil:
+		msg = "set the cost table in Options.Table, not Options.Tollgate.Costs"
+	case cfg.Buckets != nil:
+		msg = "set bucket limits in " + o.Buckets + ", not Options.Tollgate.Buckets"
+	case cfg.Scope != nil && o.Scope != "":
+		msg = "Options.Tollgate.Scope is set: " + o.Scope
+	case cfg.Upstream != nil:
+		msg = "Options.Tollgate.Upstream is set: NewTransport reads " + o.Upstream + "'s responses itself"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s: %s", o.Provider, msg)
+}

@@ -1,0 +1,45 @@
+package provider
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
+)
+
+// TestOwnedRefusesWhatTheProviderSets: each setting a provider makes
+// itself is refused with its provider's name and the option to use; the
+// scope only when the provider scopes requests itself.
+func TestOwnedRefusesWhatTheProviderSets(t *testing.T) {
+	table, err := costs.New(costs.Spec{Buckets: []string{"b"},
+		Rules: []costs.Rule{{Pattern: "/", Endpoint: "any", Charges: []costs.Charge{{Bucket: "b", Units: 1}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoping := Owned{Provider: "p", Upstream: "P", Buckets: "Options.Limits", Scope: "by credential"}
+	for name, c := range map[string]struct {
+		cfg  tollgate.Config
+		want string
+	}{
+		"Base":     {tollgate.Config{Base: http.DefaultTransport}, "Options.Base"},
+		"Costs":    {tollgate.Config{Costs: table}, "Options.Table"},
+		"Buckets":  {tollgate.Config{Buckets: map[string]tollgate.Bucket{}}, "Options.Limits"},
+		"Scope":    {tollgate.Config{Scope: tollgate.Scope("x")}, "by credential"},
+		"Upstream": {tollgate.Config{Upstream: tollgate.DefaultUpstream}, "P's responses"},
+	} {
+		err := scoping.Check(c.cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), "p: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error from p naming %q", name, err, c.want)
+		}
+	}
+	if err := scoping.Check(tollgate.Config{Transit: time.Second}); err != nil {
+		t.Errorf("a setting the provider leaves alone: %v", err)
+	}
+	leaves := Owned{Provider: "p", Upstream: "P", Buckets: "Options.Limits"}
+	if err := leaves.Check(tollgate.Config{Scope: tollgate.Scope("x")}); err != nil {
+		t.Errorf("a scope where the provider leaves it to the user: %v", err)
+	}
+}
