@@ -95,8 +95,8 @@ func (t *Transport) renewLease(ctx context.Context, c *call) (outcome, bool, err
 	if !ok {
 		return outcome{}, false, nil
 	}
-	done := t.listen(ctx) // first: a pause told once the lease is granted must reach it
-	defer done()
+	t.listen(ctx) // first: a pause told once the lease is granted must reach it
+	defer t.unlisten()
 	ch := c.endpoint.Charges[0]
 	s := t.leases.slot(leaseKey{c.scope, ch.Bucket})
 	s.mu.Lock()

@@ -47,25 +47,32 @@ const (
 )
 
 // listen makes sure the Transport listens before it takes a lease, so
-// that a pause told after the lease was granted reaches it. The returned
-// func is called once the lease is held (or not taken). A failure to
-// subscribe is logged, not returned: the lease's term still bounds how
-// long a missed pause goes unseen.
-func (t *Transport) listen(ctx context.Context) (done func()) {
+// that a pause told after the lease was granted reaches it; unlisten
+// follows once the lease is held (or not taken). A failure to subscribe is
+// logged, not returned: the lease's term still bounds how long a missed
+// pause goes unseen. Once the Transport listens, a leased request only
+// counts itself in: it neither waits for l.start nor allocates.
+func (t *Transport) listen(ctx context.Context) {
 	l := &t.listening
 	l.mu.Lock()
 	l.wanted++
 	l.users++
+	listening := l.ln != nil || l.closed
 	l.mu.Unlock()
-	done = func() {
-		l.mu.Lock()
-		l.users--
-		l.mu.Unlock()
+	if listening {
+		return
 	}
 	l.start.Lock()
 	defer l.start.Unlock()
 	t.subscribe(ctx)
-	return done
+}
+
+// unlisten ends what listen began.
+func (t *Transport) unlisten() {
+	l := &t.listening
+	l.mu.Lock()
+	l.users--
+	l.mu.Unlock()
 }
 
 // listenSoon makes the Transport listen without making its caller wait:
