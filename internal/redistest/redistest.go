@@ -45,12 +45,6 @@ func binary(tb testing.TB, name string) string {
 	return ""
 }
 
-// Available reports whether redis-server is installed, without touching a test.
-func Available() bool {
-	_, err := exec.LookPath("redis-server")
-	return err == nil
-}
-
 // Server is a redis-server process on 127.0.0.1.
 type Server struct {
 	Addr string // "127.0.0.1:port"
