@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,28 +25,99 @@ func (s *Server) StartReplica(tb testing.TB) *Server {
 }
 
 // WaitOnline waits, up to 10 seconds, until replica has synced with s and
-// s counts it online. After a diskless sync a master puts its replica
-// online only at the replica's first acknowledgement, up to a second
-// later; until then a WAIT on the master does not count it.
+// acknowledges s's writes: until a WAIT on s would count it. A master that
+// counts its replica online is not yet enough: after a diskless sync,
+// Redis 7 holds back the stream of writes until the replica's first
+// acknowledgement, which the replica sends once a second, and until then
+// a WAIT times out. So WaitOnline writes on s (a key of its own, set and
+// deleted at once, in a slot s serves when s is in a cluster) and waits
+// until the offset replica acknowledges reaches s's offset after that
+// write. It runs no WAIT itself, so that Calls counts only the tests'.
 func (s *Server) WaitOnline(tb testing.TB, replica *Server) {
 	tb.Helper()
 	replica.WaitSynced(tb)
 	c := redis.NewClient(s.ClientOptions())
 	defer c.Close()
-	online := "port=" + strconv.Itoa(replica.Port) + ",state=online"
 	deadline := time.Now().Add(10 * time.Second)
+	var (
+		target int64 = -1 // s's offset after the write, once made
+		info   string
+		err    error
+	)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		info, err := c.Info(ctx, "replication").Result()
+		if online, _ := replicaOffset(info, replica.Port); target < 0 && online {
+			err = writeOwnKey(ctx, c)
+			info = ""
+			if err == nil {
+				info, err = c.Info(ctx, "replication").Result()
+				target = infoInt(info, "master_repl_offset")
+			}
+		} else {
+			info, err = c.Info(ctx, "replication").Result()
+		}
 		cancel()
-		if err == nil && strings.Contains(info, online) {
+		if online, acked := replicaOffset(info, replica.Port); err == nil && online && target >= 0 && acked >= target {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: %s does not count replica %s online after 10s: %v %s", s.Addr, replica.Addr, err, info)
+			tb.Fatalf("redistest: replica %s does not acknowledge %s's writes (offset %d) after 10s: %v %s", replica.Addr, s.Addr, target, err, info)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// onlineKey names the key WaitOnline writes; a cluster node takes it with
+// a hash tag (the number) that falls in one of its slots.
+const onlineKey = "redistest:online:{"
+
+// writeOwnKey sets and deletes a key on c's server, trying hash tags until
+// one is in a slot of the server's when it is a cluster node: two writes
+// in the stream of writes its replicas receive.
+func writeOwnKey(ctx context.Context, c *redis.Client) error {
+	var err error
+	for i := range 1000 {
+		key := onlineKey + strconv.Itoa(i) + "}"
+		if err = c.Set(ctx, key, "1", 0).Err(); err == nil {
+			return c.Del(ctx, key).Err()
+		}
+		if !strings.HasPrefix(err.Error(), "MOVED ") {
+			return err
+		}
+	}
+	return err
+}
+
+// replicaOffset reads, in a master's INFO replication, whether it counts
+// the replica on port online and the replication offset that replica has
+// acknowledged ("slave0:ip=...,port=6380,state=online,offset=42,lag=0").
+func replicaOffset(info string, port int) (online bool, acked int64) {
+	for _, line := range strings.Split(info, "\n") {
+		fields := strings.Split(strings.TrimSpace(line), ",")
+		if !strings.HasPrefix(line, "slave") || !slices.Contains(fields, "port="+strconv.Itoa(port)) {
+			continue
+		}
+		acked = -1
+		for _, f := range fields {
+			if v, ok := strings.CutPrefix(f, "offset="); ok {
+				acked, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		return slices.Contains(fields, "state=online"), acked
+	}
+	return false, -1
+}
+
+// infoInt reads field's value in INFO output, or -1.
+func infoInt(info, field string) int64 {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 // WaitSynced waits, up to 10 seconds, until the replica's link to its
