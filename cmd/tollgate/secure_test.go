@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -21,8 +20,7 @@ import (
 // name first, with password: the tests run under the line users copy.
 func opsACL(t *testing.T, password string) []string {
 	t.Helper()
-	_, here, _, _ := runtime.Caller(0)
-	text, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "README.md"))
+	text, err := os.ReadFile(filepath.Join(redistest.ModuleRoot(t), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

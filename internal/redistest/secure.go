@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,8 +241,7 @@ func (a *authority) clientConfig() *tls.Config {
 // one the tests run under.
 func ACL(tb testing.TB, user, password, prefix string) []string {
 	tb.Helper()
-	_, here, _, _ := runtime.Caller(0)
-	readme := filepath.Join(filepath.Dir(here), "..", "..", "README.md")
+	readme := filepath.Join(ModuleRoot(tb), "README.md")
 	text, err := os.ReadFile(readme)
 	if err != nil {
 		tb.Fatalf("redistest: %v", err)
