@@ -118,10 +118,10 @@ func serveModule(t *testing.T, dir, proxy, version string) {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{
-		"list":             []byte(version + "\n"),
-		version + ".info":  []byte(`{"Version":"` + version + `","Time":"2026-01-01T00:00:00Z"}`),
-		version + ".mod":   mod,
-		version + ".zip":   moduleZip(t, dir, path+"@"+version),
+		"list":            []byte(version + "\n"),
+		version + ".info": []byte(`{"Version":"` + version + `","Time":"2026-01-01T00:00:00Z"}`),
+		version + ".mod":  mod,
+		version + ".zip":  moduleZip(t, dir, path+"@"+version),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(at, name), data, 0o644); err != nil {
