@@ -1,22 +1,30 @@
 // Package tollgate keeps outbound API calls inside the upstream's quota.
 //
-// A [Transport] is an [http.RoundTripper] for an [http.Client]. For each
-// request it looks up the unit cost in a cost table (package costs), names
-// the quota pool the request spends from (its scope), and asks a shared
-// limiter in Redis (package quota) for the units, keeping a reserve below
-// the upstream's real quota. Then, as the endpoint's [Policy] says, it sends
-// the request, waits its turn, fails with a [*QuotaError], or fails over to
-// another route. Every process and region that shares the Redis shares the
-// quota. When the upstream itself reports its quota spent, every worker
-// holds off until it resets.
+// Begin with [New]: it builds a [Transport], an [http.RoundTripper] for an
+// [http.Client], from a [Config] that names a limiter (quota.New on a Redis
+// client; package quota/embedded runs one in-process), a cost table
+// (package costs) and the limits of each bucket the table charges. The
+// package's Example is a whole program against a local server. For a known
+// upstream, a provider's NewTransport does all of it in one call:
+// providers/youtube (YouTube Data API v3), providers/github (GitHub REST and
+// GraphQL), providers/openai (OpenAI and servers that speak its protocol).
 //
-// A request's path through the package reads top-down in file order:
-// transport.go (the type and RoundTrip), scope.go, decide.go (with lease.go
-// and exhausted.go), send.go, response.go (with upstream.go), hooks.go; while
-// Redis is down, probe.go and ledger.go.
+// For each request a Transport looks up its unit cost in the cost table,
+// names the quota pool the request spends from (its scope), and asks the
+// limiter in Redis for the units, keeping a reserve below the upstream's
+// real quota. Then, as the endpoint's [Policy] says, it sends the request,
+// waits its turn, fails with a [*QuotaError] (errors.Is(err,
+// [ErrQuotaExhausted])), or fails over to another route; while Redis is
+// down, it fails closed, open, or on a local share of the limits. Every
+// process and region that shares the Redis shares the quota. When the
+// upstream itself reports its quota spent, every worker holds off until it
+// resets.
 //
-// Provider packages (providers/youtube) bundle a cost table, limits, scope
-// and response reading into one constructor.
+// The README and the pages of docs/ in the repository say more: the
+// providers, several processes, policies and outages, settlement, caps and
+// priorities, announced quotas, operating, metrics, failure modes,
+// performance, the Redis format and upgrading. docs/design.md follows a
+// request through the code, file by file.
 package tollgate
 
 import (

@@ -1,6 +1,13 @@
 // Package costs maps outgoing HTTP requests to what they cost: an endpoint
 // name and the units each quota bucket is charged.
 //
+// Begin with [New] on a [Spec] written in Go, or [Load] and [LoadFile] for
+// JSON; the package's Example builds a table and resolves requests with it.
+// The table goes to tollgate.New in tollgate.Config.Costs. The providers
+// bring their own, data you can override: youtube.Classic and
+// youtube.Granular (providers/youtube), github.Table (providers/github),
+// openai.Table (providers/openai).
+//
 // A [Table] is built from a [Spec]: data that a JSON file holds or Go code
 // writes. Rules match requests with the pattern syntax of [net/http.ServeMux]
 // ("GET youtube.googleapis.com/youtube/v3/search"), and matching is done by a

@@ -1,12 +1,24 @@
 // Package quota decides, on Redis, whether a call of some cost may spend a
 // shared quota now, later, or not at all.
 //
+// Begin with [New], on any Redis client (package quota/embedded runs one
+// in-process, for a single process), then [Limiter.Allow],
+// [Limiter.Reserve] or [Limiter.Wait] with the call's charges ([Charge]);
+// the package's Example is whole. Most programs never call a Limiter themselves: they hand it to
+// tollgate.New, or let a provider's NewTransport (providers/youtube,
+// providers/github, providers/openai) make one, and the Transport asks it
+// for every request.
+//
 // A [Limiter] keeps, for every scope (a quota pool, such as a Cloud project),
-// bucket and window, a weighted sliding log: one entry per admitted call,
-// whatever its cost, beside the running sum of the units in the window. One
-// Lua script checks and records a call under all of its limits at once, on the
-// Redis server's clock, so any number of processes can share one quota and no
-// window (T-W, T] ever holds more than its limit. The API follows
+// bucket and window, a weighted sliding log beside the running sum of the
+// units in the window. The log counts calls by slices of the window (a
+// thousandth of it, no finer than a millisecond): the calls of one slice
+// make one entry, dated at the latest of them, whatever their number and
+// cost, so a window's memory and work are bounded by its thousand slices
+// and each call counts for at least a whole window. One Lua script checks
+// and records a call under all of its limits at once, on the Redis server's
+// clock, so any number of processes can share one quota and no window
+// (T-W, T] ever holds more than its limit. The API follows
 // golang.org/x/time/rate in spirit:
 //
 //   - [Limiter.Allow] decides at once: admitted now, or refused with the
@@ -18,20 +30,27 @@
 //   - [Limiter.Wait] takes a hold and sleeps until it is due, giving the
 //     units back if its context ends first.
 //
-// Limits are sliding windows ([PerWindow]) or calendar days that reset at
-// local midnight ([PerDay]). Every key carries a TTL, so idle scopes vanish.
-// [Limiter.Record] counts units spent without a decision, [Limiter.Pause]
-// stops a bucket or scope for a while, [Limiter.Lease] hands a process a
-// block of units to spend without a round trip, and [Limiter.Usage] reads
-// what is spent.
+// Limits are sliding windows ([PerWindow]), fixed windows that end at a
+// reset the upstream announces ([PerFixedWindow]), or calendar days that
+// reset at local midnight ([PerDay]). Every key carries a TTL, so idle
+// scopes vanish. [Limiter.Record] counts units spent without a decision,
+// [Limiter.Pause] stops a bucket or scope for a while, [Limiter.Lease]
+// hands a process a block of units to spend without a round trip,
+// [Limiter.TakeSlot] caps calls in flight, [Limiter.Announce] holds the
+// count to what the upstream announces, and [Limiter.Usage] reads what is
+// spent. A context marked [WithPriority] Background yields to interactive
+// calls.
 //
 // # Redis format
 //
-// What a Limiter keeps in Redis has a format number, 1 for this version.
-// Every change to the keys or their encoding bumps it, and processes of
-// two adjacent formats sharing a Redis either agree or refuse (ErrFormat)
-// rather than misread each other's state. Give a new format its own prefix
-// ([WithPrefix]) to run it beside the old, or upgrade every process at once.
+// What a Limiter keeps in Redis has a format number, 2 for this version:
+// per window a meta (the sum, the open slice, the leases) and a log of
+// closed slices. Every change to the keys or their encoding bumps it.
+// Format 2 reads format 1's state (an entry a call) exactly and rewrites
+// each window in its own format when it next writes it; a process meeting
+// state it cannot read exactly refuses with [ErrFormat] rather than
+// misreading it. Give a new format its own prefix ([WithPrefix]) to run it
+// beside the old, or upgrade every process sharing a prefix together.
 //
 // A Limiter is safe for concurrent use by multiple goroutines. Decisions
 // made at the same moment by many goroutines share round trips: they leave

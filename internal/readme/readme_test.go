@@ -22,13 +22,17 @@ import (
 	"github.com/tollgate/tollgate/internal/redistest"
 )
 
-// block is one fenced code block of the README.
+// block is one fenced code block of the README or of a page of docs/.
 type block struct {
+	file string // the page, relative to the module: "README.md", "docs/youtube.md"
 	lang string // the info string: "go", "sh"
 	kind string // from the <!-- readme: kind --> comment above it
-	line int    // the README line of its first line of code
+	line int    // the page's line of its first line of code
 	code string
 }
+
+// at names the block's first line of code, as compile errors do.
+func (b block) at() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 
 // root is the module's directory, two levels up from this package.
 func root(t *testing.T) string {
@@ -40,10 +44,38 @@ func root(t *testing.T) string {
 	return dir
 }
 
-// blocks reads the fenced code blocks of the README.
+// pages returns README.md and the pages of docs/, relative to the module.
+func pages(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(root(t), "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) == 0 {
+		t.Fatal("docs/ holds no pages")
+	}
+	out := []string{"README.md"}
+	for _, d := range docs {
+		out = append(out, filepath.ToSlash(filepath.Join("docs", filepath.Base(d))))
+	}
+	return out
+}
+
+// blocks reads the fenced code blocks of the README and of every page of
+// docs/.
 func blocks(t *testing.T) []block {
 	t.Helper()
-	f, err := os.Open(filepath.Join(root(t), "README.md"))
+	var out []block
+	for _, page := range pages(t) {
+		out = append(out, pageBlocks(t, page)...)
+	}
+	return out
+}
+
+// pageBlocks reads the fenced code blocks of one page.
+func pageBlocks(t *testing.T, page string) []block {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root(t), filepath.FromSlash(page)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +90,7 @@ func blocks(t *testing.T) []block {
 		line := sc.Text()
 		switch {
 		case cur == nil && strings.HasPrefix(line, "```"):
-			cur = &block{lang: strings.TrimPrefix(line, "```"), kind: kind, line: n + 1}
+			cur = &block{file: page, lang: strings.TrimPrefix(line, "```"), kind: kind, line: n + 1}
 			kind = ""
 		case cur != nil && line == "```":
 			out = append(out, *cur)
@@ -75,7 +107,7 @@ func blocks(t *testing.T) []block {
 		t.Fatal(err)
 	}
 	if cur != nil {
-		t.Fatalf("README.md: the code block opened at line %d never closes", cur.line-1)
+		t.Fatalf("%s: the code block opened at line %d never closes", page, cur.line-1)
 	}
 	return out
 }
@@ -132,16 +164,16 @@ var (
 `
 
 // program wraps a Go block as a whole file. Line directives make compile
-// errors name README.md and the block's own lines.
+// errors name the page and the block's own lines.
 func program(b block) (string, error) {
-	at := fmt.Sprintf("//line README.md:%d\n", b.line)
+	at := fmt.Sprintf("//line %s\n", b.at())
 	if strings.HasPrefix(b.code, "package ") {
 		return at + b.code, nil
 	}
 	switch b.kind {
 	case "config":
 		return "package main\n\n" + harnessImports + "\nfunc main() {}\n\nvar _ = tollgate.Config{\n" + at + b.code + "}\n", nil
-	case "", "statements":
+	case "", "statements", "quick start":
 		uses, err := declared(b.code)
 		if err != nil {
 			return "", err
@@ -186,7 +218,7 @@ func declared(code string) (string, error) {
 	return uses.String(), nil
 }
 
-// TestGoSnippetsCompile builds every Go block of the README, each as a
+// TestGoSnippetsCompile builds every Go block of the pages, each as a
 // package of its own inside the module (through an overlay: nothing is
 // written to the tree), against the public API. A "clienttest" block, a
 // whole program that uses an official client, is built inside the
@@ -204,14 +236,14 @@ func TestGoSnippetsCompile(t *testing.T) {
 		module := dir
 		if b.kind == "clienttest" {
 			if !strings.HasPrefix(b.code, "package ") {
-				t.Errorf("README.md:%d: a clienttest block must be a whole program", b.line)
+				t.Errorf("%s: a clienttest block must be a whole program", b.at())
 				continue
 			}
 			module = filepath.Join(dir, "clienttest")
 		}
 		src, err := program(b)
 		if err != nil {
-			t.Errorf("README.md:%d: %v", b.line, err)
+			t.Errorf("%s: %v", b.at(), err)
 			continue
 		}
 		file := filepath.Join(tmp, fmt.Sprintf("snippet%d.go", i))
@@ -224,7 +256,7 @@ func TestGoSnippetsCompile(t *testing.T) {
 		n++
 	}
 	if n < 5 {
-		t.Fatalf("found %d Go blocks in README.md; the README has more", n)
+		t.Fatalf("found %d Go blocks in the README and docs/; they have more", n)
 	}
 	spec, err := json.Marshal(map[string]any{"Replace": overlay})
 	if err != nil {
@@ -240,13 +272,15 @@ func TestGoSnippetsCompile(t *testing.T) {
 		cmd := exec.Command(goTool(), append([]string{"build", "-overlay", overlayFile, "-o", tmp + string(filepath.Separator)}, list...)...)
 		cmd.Dir = module
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("the README's Go snippets do not compile in %s: %v\n%s", module, err, out)
+			t.Fatalf("the pages' Go snippets do not compile in %s: %v\n%s", module, err, out)
 		}
 	}
 }
 
-// TestShellBlocksRun runs every shell block of the README that is meant to
-// end, with a timeout: the README's test command itself is left out, a
+// TestShellBlocksRun runs every shell block of the pages that is meant to
+// end, with a timeout, in the module's directory: the README's test
+// command itself is left out (and the Quick start's, which
+// TestQuickStart runs in a module of its own), a
 // redis:// address on loopback gets a real redis-server started for the
 // test, and every other fixed loopback port a free one.
 func TestShellBlocksRun(t *testing.T) {
@@ -256,7 +290,7 @@ func TestShellBlocksRun(t *testing.T) {
 	dir := root(t)
 	ran := 0
 	for _, b := range blocks(t) {
-		if b.lang != "sh" || b.kind == "not run" {
+		if b.lang != "sh" || b.kind == "not run" || b.kind == "quick start" {
 			continue
 		}
 		script := withoutTestCommand(b.code)
@@ -265,7 +299,7 @@ func TestShellBlocksRun(t *testing.T) {
 		}
 		script = freePorts(t, script)
 		ran++
-		t.Run(fmt.Sprintf("README.md:%d", b.line), func(t *testing.T) {
+		t.Run(b.at(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "bash", "-e", "-c", script)
@@ -283,7 +317,7 @@ func TestShellBlocksRun(t *testing.T) {
 		})
 	}
 	if ran < 2 {
-		t.Fatalf("ran %d shell blocks from README.md; it has at least two meant to end", ran)
+		t.Fatalf("ran %d shell blocks from the README and docs/; they have at least two meant to end", ran)
 	}
 }
 

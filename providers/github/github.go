@@ -1,5 +1,14 @@
 // Package github meters calls to GitHub's REST and GraphQL APIs with
-// tollgate, as GitHub documents its limits:
+// tollgate.
+//
+// Begin with [NewTransport](rdb, nil): an http.RoundTripper for go-github's
+// http.Client or any other; a nil rdb runs an in-process Redis, for a
+// single process, and nil options GitHub's documented limits. The
+// package's Example runs it against a local server. The other providers
+// are providers/youtube and providers/openai; for any other upstream,
+// tollgate.New takes a cost table and limits of your own.
+//
+// It counts as GitHub documents its limits:
 //
 //   - Primary limits, per credential and resource
 //     (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api):

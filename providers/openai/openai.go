@@ -1,6 +1,14 @@
 // Package openai meters calls to the OpenAI API, and to servers that speak
 // its protocol (Azure OpenAI, vLLM, gateways), with tollgate.
 //
+// Begin with [NewTransport](rdb, nil): an http.RoundTripper for openai-go's
+// option.WithHTTPClient or any other client; a nil rdb runs an in-process
+// Redis, for a single process, and nil options limits learned from the
+// responses' headers. The package's Example runs it against a local
+// server. The other providers are providers/youtube and providers/github;
+// for any other upstream, tollgate.New takes a cost table and limits of
+// your own.
+//
 // OpenAI limits requests and tokens per minute (RPM, TPM), and for some
 // accounts per day (RPD, TPD), per model, for the organization or project
 // the API key belongs to, and counts a request's tokens when it arrives:

@@ -1,5 +1,14 @@
 // Package youtube meters calls to the YouTube Data API v3 with tollgate.
 //
+// Begin with [NewTransport](keys, rdb, nil): an http.RoundTripper for the
+// http.Client of Google's client library or your own; a nil rdb runs an
+// in-process Redis, for a single process, and nil options the defaults.
+// The package's Example runs it against a local server, and go run
+// ./examples/ingest runs eight regions on one quota against a simulated
+// API. The other providers are providers/github and providers/openai; for
+// any other upstream, tollgate.New takes a cost table and limits of your
+// own.
+//
 // The quota belongs to the Google Cloud project, not to the API key: a
 // project has 10,000 units a day whatever number of keys it holds, and the
 // day resets at midnight Pacific time. More quota comes from Google's
