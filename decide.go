@@ -32,6 +32,7 @@ func (d *decider) limitsFor(c *call) map[string][]quota.Limit {
 // outcome is what a decision admitted.
 type outcome struct {
 	res    *quota.Reservation // the units reserved; nil when unmetered, leased or free
+	at     time.Time          // with res: the local instant its units count from
 	slots  []*quota.Slot      // the slots of capped buckets, held until the response ends
 	gates  []*quota.Slot      // the gates of buckets still learning their limit, held until the response's headers are read
 	lease  *quota.Lease       // the lease the units came from, if any
@@ -197,7 +198,7 @@ func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope str
 		}
 		return o, qe
 	}
-	o.res, o.slots, o.gates = r, slots, gates
+	o.res, o.slots, o.gates, o.at = r, slots, gates, time.Now()
 	return o, nil
 }
 
@@ -334,8 +335,8 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 	if !r.OK() {
 		return o, refusal(c, c.scope, r)
 	}
-	o.res = r
-	if due := time.Now().Add(r.Delay()); bounded && due.After(deadline) && (r.Delay() > 0 || ctx.Err() != nil) {
+	o.res, o.at = r, time.Now().Add(r.Delay())
+	if bounded && o.at.After(deadline) && (r.Delay() > 0 || ctx.Err() != nil) {
 		// The round trip ate the time the hold needed: give it back now
 		// rather than sleep until the deadline to fail.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
