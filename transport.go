@@ -113,7 +113,8 @@ type Config struct {
 	// Admitted whether its turn came, and Err, when it did not, why
 	// (a *QuotaError when MaxWait passed, the context's error when the
 	// caller gave up). A request decided again, because an announcement
-	// changed its bucket's limit while it waited, may wait more than once.
+	// changed its bucket's limit while it waited or because it reached
+	// Base later than Transit after its admission, may wait more than once.
 	OnWaitEnd DecisionHook
 
 	// OnSettle, when set, is called when a response tells a request's true
