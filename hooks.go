@@ -60,7 +60,8 @@ type Decision struct {
 	Estimate []costs.Charge
 	// Err is why the request was not sent, when it was not: a *QuotaError,
 	// an *UnavailableError while Redis is down and the endpoint fails
-	// closed, or the context's error.
+	// closed, the context's error, or the error of a request that reached
+	// Base later than Transit after each of its admissions (see RoundTrip).
 	Err error
 }
 
