@@ -32,6 +32,7 @@ func (d *decider) limitsFor(c *call) map[string][]quota.Limit {
 // outcome is what a decision admitted.
 type outcome struct {
 	res    *quota.Reservation // the units reserved; nil when unmetered, leased or free
+	at     time.Time          // with res: the local instant its units count from
 	slots  []*quota.Slot      // the slots of capped buckets, held until the response ends
 	gates  []*quota.Slot      // the gates of buckets still learning their limit, held until the response's headers are read
 	lease  *quota.Lease       // the lease the units came from, if any
@@ -197,7 +198,7 @@ func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope str
 		}
 		return o, qe
 	}
-	o.res, o.slots, o.gates = r, slots, gates
+	o.res, o.slots, o.gates, o.at = r, slots, gates, time.Now()
 	return o, nil
 }
 
@@ -249,10 +250,11 @@ func (t *Transport) charges(d *decider, c *call, scope string) []quota.Charge {
 }
 
 // waitTurn waits for the request's gates and slots, then takes a hold in
-// its own scope and sleeps until it is due. The whole of it, the Redis
-// round trips included, ends within the policy's MaxWait and the context's
-// deadline: a slot or hold that would come later is refused (or given
-// back) at once.
+// its own scope and sleeps until it is due. Its waits end within the
+// policy's MaxWait and the context's deadline: a slot or hold that would
+// come later is refused (or given back) at once. The decisions' own round
+// trips are bounded by the context alone: a request with room now is
+// admitted however short its MaxWait.
 func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome) (outcome, error) {
 	wctx := ctx
 	if limit := c.policy.waitLimit(); limit >= 0 {
@@ -260,9 +262,9 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome
 		wctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	maxWait := func() time.Duration {
+	maxWait := func() time.Duration { // 0: only what is free now
 		if deadline, bounded := wctx.Deadline(); bounded {
-			return max(time.Until(deadline), time.Microsecond)
+			return max(time.Until(deadline), 0)
 		}
 		return -1
 	}
@@ -273,11 +275,11 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome
 		return err
 	}
 	for redecided := 0; ; redecided++ {
-		gates, err := t.gates(wctx, d, c, c.scope, maxWait())
+		gates, err := t.gates(ctx, d, c, c.scope, maxWait())
 		if err != nil {
 			return o, refused(err)
 		}
-		slots, err := t.takeSlots(wctx, d, c, c.scope, maxWait())
+		slots, err := t.takeSlots(ctx, d, c, c.scope, maxWait())
 		if err != nil {
 			t.releaseSlots(ctx, gates)
 			return o, refused(err)
@@ -325,19 +327,16 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 	if bounded {
 		maxWait = max(time.Until(deadline), 0)
 	}
-	r, err := d.lim.Reserve(wctx, c.scope, maxWait, charges...)
+	// On ctx: MaxWait bounds the wait for a turn, not the decision's round trip.
+	r, err := d.lim.Reserve(ctx, c.scope, maxWait, charges...)
 	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && !callerDeadlinePassed(ctx) {
-			// MaxWait passed before the limiter answered (a slow Redis).
-			return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units()}
-		}
 		return o, limiterError(d, c, c.scope, err)
 	}
 	if !r.OK() {
 		return o, refusal(c, c.scope, r)
 	}
-	o.res = r
-	if due := time.Now().Add(r.Delay()); bounded && due.After(deadline) {
+	o.res, o.at = r, time.Now().Add(r.Delay())
+	if bounded && o.at.After(deadline) && (r.Delay() > 0 || ctx.Err() != nil) {
 		// The round trip ate the time the hold needed: give it back now
 		// rather than sleep until the deadline to fail.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -376,13 +375,6 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 		t.waitEnded(ctx, c, r, start, err)
 	}
 	return o, err
-}
-
-// callerDeadlinePassed reports whether the caller's own deadline is past,
-// even if its context has not noticed yet.
-func callerDeadlinePassed(ctx context.Context) bool {
-	d, ok := ctx.Deadline()
-	return ok && !time.Now().Before(d)
 }
 
 // limiterError turns a limiter's error into the Transport's: a Redis failure

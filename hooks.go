@@ -29,8 +29,9 @@ type Decision struct {
 	Waited time.Duration
 	// At is the instant the units count from, on the limiter's clock (the
 	// Redis server's), or for units spent from a lease the local instant
-	// they were spent: the request is sent at it or just after. Zero when
-	// nothing was reserved (refused, or sent unmetered).
+	// they were spent: the request is sent at it or just after (a reserved
+	// one within Transit, or it is decided again). Zero when nothing was
+	// reserved (refused, or sent unmetered).
 	At time.Time
 	// RetryAfter is, for a refusal, how long until the units fit, e.g. 41s.
 	RetryAfter time.Duration
@@ -59,14 +60,17 @@ type Decision struct {
 	Estimate []costs.Charge
 	// Err is why the request was not sent, when it was not: a *QuotaError,
 	// an *UnavailableError while Redis is down and the endpoint fails
-	// closed, or the context's error.
+	// closed, the context's error, or the error of a request that reached
+	// Base later than Transit after each of its admissions (see RoundTrip).
 	Err error
 }
 
 // A DecisionHook is called with a request's Decision: as OnDecision, once
 // per request, after the decision and any wait, before the request is sent
-// (or instead, when it is not); as OnWait, when it starts to wait; as
-// OnWaitEnd, when that wait ends. It runs on the request's goroutine: keep
+// (or instead, when it is not), and again for each new decision of a
+// request decided again (it reached Base later than Transit after its
+// admission); as OnWait, when it starts to wait; as OnWaitEnd, when that
+// wait ends. It runs on the request's goroutine: keep
 // it quick, and safe for concurrent use.
 type DecisionHook func(ctx context.Context, d Decision)
 

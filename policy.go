@@ -78,8 +78,11 @@ type Policy struct {
 	// AfterFailover applies when OnRefusal is Failover and every route is
 	// spent: WaitTurn (on the request's own scope) or FailFast.
 	AfterFailover Action
-	// MaxWait bounds a wait: 0 means DefaultMaxWait, a negative value no
-	// bound but the request context's deadline.
+	// MaxWait bounds the wait for a turn: 0 means DefaultMaxWait, a
+	// negative value no bound but the request context's deadline. It does
+	// not bound the decision's own round trip to Redis (the context's
+	// deadline does): a request with room now is admitted whatever its
+	// MaxWait, e.g. 1ns waits for nothing but sends what fits.
 	MaxWait time.Duration
 	// OnOutage applies while Redis cannot be reached.
 	OnOutage Outage

@@ -221,3 +221,59 @@ func TestTransitLengthensSlidingWindows(t *testing.T) {
 		t.Errorf("the third upload was admitted %v after the first, want at least %v", gap, window+transit)
 	}
 }
+
+// TestShortMaxWaitAdmitsWhatHasRoom: a MaxWait shorter than a Redis round
+// trip bounds only the wait for a turn, never the decision itself. A
+// program sending through an http.Client gets every request that has room
+// sent (20 of 20, interactive or background, with or without a cap on
+// requests in flight), and the next one, which would have to wait an
+// hour, refused at once.
+func TestShortMaxWaitAdmitsWhatHasRoom(t *testing.T) {
+	_, rc := realRedis(t)
+	up := newUpstream(t)
+	cases := []struct {
+		name     string
+		maxWait  time.Duration
+		priority quota.Priority
+		inFlight int
+	}{
+		{"1ns", time.Nanosecond, quota.Interactive, 0},
+		{"1µs", time.Microsecond, quota.Interactive, 0},
+		{"1ns background", time.Nanosecond, quota.Background, 0},
+		{"1ns capped", time.Nanosecond, quota.Interactive, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const limit = 20
+			bs := buckets(limit, time.Hour)
+			pool := bs["pool"]
+			pool.InFlight = c.inFlight
+			bs["pool"] = pool
+			tr := newTransport(t, tollgate.Config{
+				Limiter: limiterOn(t, rc), Costs: table(t), Buckets: bs, BackgroundShare: 1,
+				Scope:  tollgate.Scope("short-wait-" + c.name),
+				Policy: tollgate.Policies(tollgate.Policy{MaxWait: c.maxWait, Priority: c.priority}, nil),
+			})
+			client := &http.Client{Transport: tr}
+			before := up.count()
+			sent := 0
+			for i := range limit {
+				resp, err := client.Get(up.URL + "/v1/items")
+				if err != nil {
+					t.Errorf("request %d of %d on a fresh quota: %v", i+1, limit, err)
+					continue
+				}
+				resp.Body.Close()
+				sent++
+			}
+			if got := up.count() - before; sent != limit || got != limit {
+				t.Errorf("%d of %d requests sent, %d reached the upstream; want %d of %d", sent, limit, got, limit, limit)
+			}
+			_, err := client.Get(up.URL + "/v1/items")
+			var qe *tollgate.QuotaError
+			if !errors.As(err, &qe) || qe.RetryAfter <= 0 {
+				t.Errorf("request %d, with the quota spent for an hour: %v, want a *QuotaError with a RetryAfter", limit+1, err)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package tollgate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,6 +11,55 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// maxLateHandoffs bounds how often a request is decided again for reaching
+// the base transport later than Transit after its admission.
+const maxLateHandoffs = 4
+
+// handoff checks an admitted request as it is handed to the base
+// transport. Windows are lengthened by Transit and no more: a request
+// handed off later than Transit after its admission could reach the
+// upstream in one window with the calls admitted a window after it. Such
+// a request is decided again, its units given back as Cancel gives back a
+// call never made, and reported again; one late every time fails. A
+// request handed off in time costs a clock read.
+func (t *Transport) handoff(ctx context.Context, c *call, o outcome) (outcome, error) {
+	for late := 0; ; late++ {
+		if t.beforeHandoff != nil {
+			t.beforeHandoff()
+		}
+		if o.res == nil || t.transit <= 0 {
+			return o, nil
+		}
+		after := time.Since(o.at)
+		if after <= t.transit {
+			return o, nil
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		err := o.res.Cancel(cctx)
+		cancel()
+		t.releaseSlots(ctx, append(o.slots, o.gates...))
+		if err != nil {
+			t.log(ctx, slog.LevelWarn, "tollgate: could not give back a request handed off late; its units stay counted",
+				slog.String("endpoint", c.endpoint.Name), slog.Any("err", err))
+		}
+		if late == maxLateHandoffs {
+			err = fmt.Errorf("tollgate: endpoint %q: reached the base transport %v after its admission, later than Transit (%v), %d times",
+				c.endpoint.Name, after.Round(time.Millisecond), t.transit, late+1)
+			t.report(ctx, c, outcome{}, err)
+			return outcome{}, err
+		}
+		t.log(ctx, slog.LevelWarn, "tollgate: a request reached the base transport later than Transit after its admission; deciding it again",
+			slog.String("endpoint", c.endpoint.Name), slog.Duration("after", after), slog.Duration("transit", t.transit))
+		start := t.now()
+		o, err = t.decide(ctx, c)
+		o.waited = t.now().Sub(start)
+		t.report(ctx, c, o, err)
+		if err != nil {
+			return o, err
+		}
+	}
+}
 
 // send sends an admitted request on its route's base, or the Transport's.
 // A request that provably never reached the upstream gets its units back.

@@ -78,9 +78,12 @@ type Config struct {
 	// arrival upstream: waking from its wait, the trip, the upstream's own
 	// queue. Sliding and fixed windows are lengthened by it, so that a
 	// request sent late never lands in an upstream window together with
-	// the calls admitted a window after it. 0 means DefaultTransit; a
-	// negative value, none. Processes sharing a quota must agree on it, as
-	// on the limits.
+	// the calls admitted a window after it. A request that reaches the
+	// base transport later than Transit after its admission (a loaded
+	// machine, a slow hook) is decided again, its first admission given
+	// back, rather than sent late. 0 means DefaultTransit; a negative
+	// value, none (and no such check). Processes sharing a quota must
+	// agree on it, as on the limits.
 	Transit time.Duration
 
 	// Local is the limiter of the FailLocal outage mode: one that this
@@ -103,7 +106,9 @@ type Config struct {
 	// means DefaultUpstream (a 429 pauses the scope for its Retry-After).
 	Upstream UpstreamFunc
 
-	// OnDecision, when set, is called once per request with the decision.
+	// OnDecision, when set, is called once per request with the decision,
+	// and again with each new decision of a request decided again because
+	// it reached the base transport later than Transit after its admission.
 	OnDecision DecisionHook
 
 	// OnWait, when set, is called when a request takes a hold and is about
@@ -116,7 +121,8 @@ type Config struct {
 	// Admitted whether its turn came, and Err, when it did not, why
 	// (a *QuotaError when MaxWait passed, the context's error when the
 	// caller gave up). A request decided again, because an announcement
-	// changed its bucket's limit while it waited, may wait more than once.
+	// changed its bucket's limit while it waited or because it reached
+	// Base later than Transit after its admission, may wait more than once.
 	OnWaitEnd DecisionHook
 
 	// OnSettle, when set, is called when a response tells a request's true
@@ -141,8 +147,9 @@ type Config struct {
 	// quota is spent (see Upstream) and the scope or its buckets pause.
 	OnPause PauseHook
 
-	// Logger, when set, receives a record per refusal (Info), per switch
-	// and per upstream quota signal (Warn), and per admission (Debug).
+	// Logger, when set, receives a record per refusal (Info), per switch,
+	// per upstream quota signal and per request handed to Base later than
+	// Transit after its admission (Warn), and per admission (Debug).
 	Logger *slog.Logger
 }
 
@@ -157,6 +164,9 @@ type Transport struct {
 	upstream UpstreamFunc
 	now      func() time.Time // the local clock; tests replace it
 	bgShare  float64          // of each limit, for background requests
+	transit  time.Duration    // Config.Transit, or its default; 0: none
+
+	beforeHandoff func() // tests slow the path to the base transport with it
 
 	announced map[string]string // bucket: the announced quota it follows
 	learn     learnedState      // what announcements taught, per scope bucket
@@ -195,7 +205,8 @@ func New(cfg Config) (*Transport, error) {
 	if t.upstream == nil {
 		t.upstream = DefaultUpstream
 	}
-	limits, caps, err := enforced(cfg.Costs.Buckets(), cfg.Buckets, transit(cfg.Transit))
+	t.transit = transit(cfg.Transit)
+	limits, caps, err := enforced(cfg.Costs.Buckets(), cfg.Buckets, t.transit)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +332,9 @@ type call struct {
 // A request that is not sent returns an error: a *QuotaError (no room), an
 // *UnavailableError (Redis down, failing closed), costs.ErrUnknownEndpoint,
 // the context's error, quota.ErrFormat (Redis holds state of another
-// tollgate format), or a configuration error (ErrConfig). When the upstream
+// tollgate format), a configuration error (ErrConfig), or an error saying
+// that the request reached Base later than Transit after each of five
+// admissions (a machine too loaded for its Transit). When the upstream
 // answers that its quota is spent, the Transport records that for every
 // worker, closes the response and returns a *QuotaError with Upstream set,
 // so that callers stop instead of retrying into the wall; every other
@@ -357,6 +370,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	o.waited = t.now().Sub(start)
 	t.report(req.Context(), c, o, err)
 	if err != nil {
+		return nil, err
+	}
+	if o, err = t.handoff(req.Context(), c, o); err != nil {
 		return nil, err
 	}
 	bodyOwned = false
