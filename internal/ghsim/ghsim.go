@@ -241,12 +241,17 @@ func (s *Server) Windows(resource string) []Window {
 }
 
 // identity returns the credential of a request: its token, or "" for
-// none.
+// none. A scheme without a credential ("Bearer ", which go-github sends
+// without a token) is none.
 func identity(r *http.Request) string {
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
-	for _, scheme := range []string{"bearer ", "token "} {
-		if len(h) > len(scheme) && strings.EqualFold(h[:len(scheme)], scheme) {
-			return strings.TrimSpace(h[len(scheme):])
+	scheme, rest := h, ""
+	if i := strings.IndexAny(h, " \t"); i >= 0 {
+		scheme, rest = h[:i], strings.TrimSpace(h[i+1:])
+	}
+	for _, s := range []string{"bearer", "token", "basic"} {
+		if strings.EqualFold(scheme, s) && (s != "basic" || rest == "") {
+			return rest
 		}
 	}
 	return h
