@@ -110,6 +110,16 @@ func TestUnreachableRedis(t *testing.T) {
 	}
 }
 
+// TestUnreachableRedisOneLine: run as a program, an unreachable Redis is
+// one line on stderr, tollgate's, with none of go-redis's own log lines
+// ("pool.go:762: redis: connection pool: failed to dial ...") before it.
+func TestUnreachableRedisOneLine(t *testing.T) {
+	code, out, errOut := runChild(t, []string{"-redis", "redis://127.0.0.1:1"})
+	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "ingest: redis at redis://127.0.0.1:1 does not answer") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and one line saying Redis does not answer", code, out, errOut)
+	}
+}
+
 // TestRunsShareOneQuota: three runs (three Transports, three limiters, as
 // three processes would have) share a real redis-server and one simulated
 // upstream; together they stay inside its quota.
