@@ -149,16 +149,21 @@ type Spec struct {
 }
 
 // Override returns a copy of s in which every rule named endpoint charges
-// charges instead (and loses any Func, and is no longer free). It fails
-// when no rule has that name. The copy is validated when compiled.
+// charges instead (and loses any Func, is no longer free, and no longer
+// settles buckets it stops charging). It fails when no rule has that
+// name. The copy is validated when compiled.
 func (s Spec) Override(endpoint string, charges ...Charge) (Spec, error) {
 	out := s.clone()
 	found := false
 	for i := range out.Rules {
-		if out.Rules[i].Endpoint == endpoint {
-			out.Rules[i].Charges = slices.Clone(charges)
-			out.Rules[i].Func = nil
-			out.Rules[i].Free, out.Rules[i].Continues = false, false
+		r := &out.Rules[i]
+		if r.Endpoint == endpoint {
+			r.Charges = slices.Clone(charges)
+			r.Func = nil
+			r.Free, r.Continues = false, false
+			r.Settle = slices.DeleteFunc(r.Settle, func(st Settle) bool {
+				return !slices.ContainsFunc(charges, func(c Charge) bool { return c.Bucket == st.Bucket })
+			})
 			found = true
 		}
 	}
