@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -18,7 +19,7 @@ func TestGoRedisLogGoesThroughSlog(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(old) })
 	dial := func(level slog.Level) string {
 		t.Helper()
-		var buf bytes.Buffer
+		var buf lockedBuffer // a goroutine of an earlier test may log through go-redis too
 		slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})))
 		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 		defer c.Close()
@@ -33,4 +34,22 @@ func TestGoRedisLogGoesThroughSlog(t *testing.T) {
 	if got := dial(slog.LevelInfo); got != "" {
 		t.Errorf("with debug lines off, slog got %q; want nothing", got)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
