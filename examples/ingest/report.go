@@ -26,10 +26,10 @@ type regionStats struct {
 	passes, videos, channels, calls int
 	units                           map[string]int64 // admitted, by bucket
 	reported                        map[string]int64 // units as of the last pass line
-	waited                          time.Duration    // the region's calls' waits, summed: they wait one after another
-	refused                         int              // calls tollgate refused
-	upstream                        int              // calls the upstream refused for quota
-	failed                          int              // passes that ended on another error
+	waited                          time.Duration
+	refused                         int // calls tollgate refused
+	upstream                        int // calls the upstream refused for quota
+	failed                          int // passes that ended on another error
 }
 
 // report gathers the regions' progress and prints it.
@@ -151,8 +151,9 @@ func (s *regionStats) spentSinceReport() string {
 	return strings.Join(parts, ", ")
 }
 
-// table prints the final table, one row per region and a total. The
-// total's wait is the longest of the regions': they wait side by side, so
+// table prints the final table, one row per region and a total. A
+// region's wait is its calls' waits summed (they wait one after another);
+// the total's is the longest of the regions': they wait side by side, so
 // their sum would say more time than the run took.
 func (r *report) table(buckets []string) {
 	r.mu.Lock()
