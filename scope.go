@@ -37,11 +37,12 @@ func Scope(name string) ScopeFunc {
 // CredentialScope returns a ScopeFunc that gives each credential its own
 // pool, named by a hash of it: credential returns the request's secret (an
 // API key, a token), and "" when the request carries none, which is an
-// error.
+// error. A secret of white space only is none too: it must not become a
+// pool of its own.
 func CredentialScope(credential func(*http.Request) string) ScopeFunc {
 	return func(req *http.Request) (string, error) {
 		secret := credential(req)
-		if secret == "" {
+		if strings.TrimSpace(secret) == "" {
 			return "", errors.New("tollgate: the request carries no credential to derive its scope from")
 		}
 		return HashCredential(secret), nil

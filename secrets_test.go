@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	const keyA, keyB = "AIzaSyA-SECRET-KEY-aaaaaaaaaaaaaaaaaaa", "AIzaSyB-SECRET-KEY-bbbbbbbbbbbbbbbbbbb"
 	srv, rc := realRedis(t)
 	up := newUpstream(t)
-	var logs bytes.Buffer
+	var logs lockedLog // the Transport's listener logs from a goroutine of its own
 	var d decisions
 	var errs []error
 	tr := newTransport(t, tollgate.Config{Transit: -1,
@@ -92,4 +93,23 @@ func swapKey(key string) func(*http.Request) {
 		q.Set("key", key)
 		r.URL.RawQuery = q.Encode()
 	}
+}
+
+// lockedLog is a log's bytes, safe for the Transport's goroutines to write
+// while the test reads them.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +21,11 @@ import (
 
 // What happens once a request is answered: its true cost read from the
 // response (costs.Rule.Settle) replaces its estimate, and the slots it
-// holds are given back. Costs told in headers are settled at once; costs
-// told in the body are read as the caller reads it, through a wrapper that
-// keeps nothing of the body but the field being read (internal/jsonscan),
-// and settled when the caller reaches its end. A body closed before its
+// holds are given back. Costs told by the status (which wins over a
+// header or a field of the same bucket) or in headers are settled at
+// once; costs told in the body are read as the caller reads it, through a
+// wrapper that keeps nothing of the body but the field being read
+// (internal/jsonscan), and settled when the caller reaches its end. A body closed before its
 // end, or that never tells, keeps the estimate. Slots are given back when
 // the body ends or is closed, whichever comes first.
 
@@ -36,7 +38,17 @@ func (t *Transport) meter(ctx context.Context, c *call, o outcome, resp *http.Re
 	var fields []costs.Settle
 	if o.res != nil {
 		var told []settled
+		var byStatus []string // the buckets the status settles
 		for _, st := range c.endpoint.Settle {
+			if st.Status != 0 && st.Status == resp.StatusCode {
+				told = append(told, settled{st.Bucket, st.Units, nil})
+				byStatus = append(byStatus, st.Bucket)
+			}
+		}
+		for _, st := range c.endpoint.Settle {
+			if st.Status != 0 || slices.Contains(byStatus, st.Bucket) {
+				continue // the status told it, or does not apply
+			}
 			if st.Header != "" {
 				if v := resp.Header.Get(st.Header); v != "" {
 					units, err := parseUnits(v)

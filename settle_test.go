@@ -15,7 +15,8 @@ import (
 )
 
 // settleTable estimates a chat call at 1,000 tokens, settled from the
-// body's usage.total_tokens, and a report at 100, settled from X-Cost.
+// body's usage.total_tokens, a report at 100, settled from X-Cost, and a
+// poll at 5, settled from X-Cost, and to nothing when answered 304.
 func settleTable(t *testing.T) *costs.Table {
 	t.Helper()
 	tab, err := costs.New(costs.Spec{
@@ -25,6 +26,8 @@ func settleTable(t *testing.T) *costs.Table {
 				Settle: []costs.Settle{{Bucket: "tokens", Field: "usage.total_tokens"}}},
 			{Pattern: "GET /v1/report", Endpoint: "report", Charges: []costs.Charge{{Bucket: "tokens", Units: 100}},
 				Settle: []costs.Settle{{Bucket: "tokens", Header: "X-Cost"}}},
+			{Pattern: "GET /v1/poll", Endpoint: "poll", Charges: []costs.Charge{{Bucket: "tokens", Units: 5}},
+				Settle: []costs.Settle{{Bucket: "tokens", Header: "X-Cost"}, {Bucket: "tokens", Status: http.StatusNotModified, Units: 0}}},
 		},
 	})
 	if err != nil {
@@ -121,6 +124,40 @@ func TestSettleFromAHeader(t *testing.T) {
 	r.call(t, "GET", "/v1/report", -1)
 	if used := r.used(t); used != 357 {
 		t.Errorf("used %d after a report that cost 350, want 357", used)
+	}
+}
+
+// A response with a status the rule gives a cost for settles to that
+// cost at once, whatever a header says; other statuses settle as the
+// rule's header says, or keep the estimate.
+func TestSettleFromTheStatus(t *testing.T) {
+	r := newSettleRig(t)
+	status, cost := http.StatusNotModified, "9"
+	r.up.setRespond(func(w http.ResponseWriter, _ *http.Request) {
+		if cost != "" {
+			w.Header().Set("X-Cost", cost)
+		}
+		w.WriteHeader(status)
+	})
+	for range 3 {
+		r.call(t, "GET", "/v1/poll", -1)
+	}
+	if used := r.used(t); used != 0 {
+		t.Errorf("used %d after three polls answered 304, want 0", used)
+	}
+	status, cost = http.StatusOK, "3"
+	r.call(t, "GET", "/v1/poll", -1)
+	if used := r.used(t); used != 3 {
+		t.Errorf("used %d after a poll answered 200 with X-Cost: 3, want 3", used)
+	}
+	cost = ""
+	r.call(t, "GET", "/v1/poll", -1)
+	if used := r.used(t); used != 3+5 {
+		t.Errorf("used %d after a poll answered 200 that tells nothing, want 3 + the estimate of 5", used)
+	}
+	s := r.settled.list()
+	if len(s) != 4 || s[0].Charges[0] != (costs.Charge{Bucket: "tokens", Units: 0}) || s[0].Err != nil {
+		t.Errorf("OnSettle saw %+v, want four settlements, the first to 0 tokens", s)
 	}
 }
 

@@ -83,10 +83,15 @@ func (e Endpoint) Units() int64 {
 // A Settle says where a response tells a request's true cost in one of
 // the buckets its rule charges: in a header, or as a number in its JSON
 // body; in a stream of server-sent events, in the last event that holds
-// it. The rule's units are the estimate, charged when the request is
-// admitted; the true cost replaces it once the body is read to its end or
-// closed. A response that does not tell (an error, no such field, a body
-// closed early) keeps the estimate.
+// it; or by its status alone. The rule's units are the estimate, charged
+// when the request is admitted; the true cost replaces it once the body
+// is read to its end or closed (at once, for a header or a status). A
+// response that does not tell (an error, no such field, a body closed
+// early) keeps the estimate.
+//
+// A bucket is read from one header or field, and may besides have a cost
+// for each of some statuses: a response with such a status settles to it,
+// whatever the header or field say.
 type Settle struct {
 	// Bucket is the charge settled, e.g. "tokens".
 	Bucket string `json:"bucket"`
@@ -96,6 +101,13 @@ type Settle struct {
 	// Field is a dotted path to a number in the JSON body, e.g.
 	// "usage.output_tokens" or "extensions.cost.actualQueryCost".
 	Field string `json:"field,omitempty"`
+	// Status, when set (without Header or Field), settles the charge to
+	// Units when the response has this status: e.g. 304, with Units 0, for
+	// GitHub's conditional requests answered Not Modified, which cost no
+	// primary quota.
+	Status int `json:"status,omitempty"`
+	// Units is the true cost of a response with Status, e.g. 0.
+	Units int64 `json:"units,omitempty"`
 }
 
 // A Rule gives the cost of the requests its pattern matches.
@@ -144,16 +156,21 @@ type Spec struct {
 }
 
 // Override returns a copy of s in which every rule named endpoint charges
-// charges instead (and loses any Func, and is no longer free). It fails
-// when no rule has that name. The copy is validated when compiled.
+// charges instead (and loses any Func, is no longer free, and no longer
+// settles buckets it stops charging). It fails when no rule has that
+// name. The copy is validated when compiled.
 func (s Spec) Override(endpoint string, charges ...Charge) (Spec, error) {
 	out := s.clone()
 	found := false
 	for i := range out.Rules {
-		if out.Rules[i].Endpoint == endpoint {
-			out.Rules[i].Charges = slices.Clone(charges)
-			out.Rules[i].Func = nil
-			out.Rules[i].Free, out.Rules[i].Continues = false, false
+		r := &out.Rules[i]
+		if r.Endpoint == endpoint {
+			r.Charges = slices.Clone(charges)
+			r.Func = nil
+			r.Free, r.Continues = false, false
+			r.Settle = slices.DeleteFunc(r.Settle, func(st Settle) bool {
+				return !slices.ContainsFunc(charges, func(c Charge) bool { return c.Bucket == st.Bucket })
+			})
 			found = true
 		}
 	}
@@ -319,23 +336,41 @@ func (t *Table) check(e Endpoint) error {
 		}
 		seen[c.Bucket] = true
 	}
-	settled := make(map[string]bool, len(e.Settle))
+	type settledBy struct {
+		bucket string
+		status int // 0: a header or a field
+	}
+	settled := make(map[settledBy]bool, len(e.Settle))
 	for _, st := range e.Settle {
+		by := settledBy{st.Bucket, st.Status}
 		switch {
 		case e.Free:
 			return errors.New("a free request has no cost to settle")
 		case !seen[st.Bucket]:
 			return fmt.Errorf("settle: bucket %q is not one the rule charges", st.Bucket)
-		case settled[st.Bucket]:
+		case settled[by] && st.Status != 0:
+			return fmt.Errorf("settle: bucket %q is settled twice for status %d", st.Bucket, st.Status)
+		case settled[by]:
 			return fmt.Errorf("settle: bucket %q is settled twice", st.Bucket)
+		case st.Status != 0 && (st.Status < 100 || st.Status > 599):
+			return fmt.Errorf("settle: bucket %q: %d is not an HTTP status", st.Bucket, st.Status)
+		case st.Status != 0 && (st.Header != "" || st.Field != ""):
+			return fmt.Errorf("settle: bucket %q: a status's cost is its Units, not a header's or a field's", st.Bucket)
+		case st.Status != 0 && (st.Units < 0 || st.Units > maxUnits):
+			return fmt.Errorf("settle: bucket %q: status %d: units must be from 0 to %d, got %d", st.Bucket, st.Status, int64(maxUnits), st.Units)
+		case st.Status != 0:
+			settled[by] = true
+			continue
+		case st.Units != 0:
+			return fmt.Errorf("settle: bucket %q: units %d without a status", st.Bucket, st.Units)
 		case st.Header == "" && st.Field == "":
-			return fmt.Errorf("settle: bucket %q: neither a header nor a field to read", st.Bucket)
+			return fmt.Errorf("settle: bucket %q: neither a header nor a field to read, nor a status", st.Bucket)
 		case st.Header != "" && !validHeader(st.Header):
 			return fmt.Errorf("settle: bucket %q: %q is not a header name", st.Bucket, st.Header)
 		case st.Field != "" && !validField(st.Field):
 			return fmt.Errorf("settle: bucket %q: %q is not a dotted path of field names", st.Bucket, st.Field)
 		}
-		settled[st.Bucket] = true
+		settled[by] = true
 	}
 	return nil
 }

@@ -135,6 +135,11 @@ func TestInvalidSpecs(t *testing.T) {
 		{"a bucket settled twice", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Field: "a"}, {Bucket: "pool", Header: "X-Cost"}}}}}, "settled twice"},
 		{"settle reading nothing", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool"}}}}}, "neither a header nor a field"},
 		{"settle from a bad header name", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Header: "X Cost"}}}}}, "not a header name"},
+		{"settle on a status that is none", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Status: 999}}}}}, "999 is not an HTTP status"},
+		{"settle on a status from a header", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Status: 304, Header: "X-Cost"}}}}}, "a status's cost is its Units"},
+		{"settle on a status to negative units", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Status: 304, Units: -1}}}}}, "units must be from 0"},
+		{"settle units without a status", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Header: "X-Cost", Units: 2}}}}}, "without a status"},
+		{"a status settled twice", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Status: 304}, {Bucket: "pool", Status: 304, Units: 1}}}}}, "settled twice for status 304"},
 		{"settle from a bad field path", Spec{Buckets: []string{"pool"}, Rules: []Rule{{Pattern: "/a", Endpoint: "a", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Field: "usage..tokens"}}}}}, "not a dotted path"},
 	}
 	for _, c := range cases {
@@ -255,7 +260,9 @@ func TestFreeAndSettledRules(t *testing.T) {
 	    {"pattern": "GET /status", "endpoint": "status", "free": true},
 	    {"pattern": "PUT /upload/{id}", "endpoint": "upload.chunk", "continues": true, "charges": [{"bucket": "pool", "units": 0}]},
 	    {"pattern": "POST /v1/chat", "endpoint": "chat", "charges": [{"bucket": "pool", "units": 1}, {"bucket": "tokens", "units": 4096}],
-	     "settle": [{"bucket": "tokens", "field": "usage.total_tokens"}]}
+	     "settle": [{"bucket": "tokens", "field": "usage.total_tokens"}]},
+	    {"pattern": "GET /v1/feed", "endpoint": "feed", "charges": [{"bucket": "pool", "units": 1}],
+	     "settle": [{"bucket": "pool", "status": 304, "units": 0}]}
 	  ]
 	}`))
 	if err != nil {
@@ -268,6 +275,7 @@ func TestFreeAndSettledRules(t *testing.T) {
 		{"GET", "/status", Endpoint{Name: "status", Free: true}},
 		{"PUT", "/upload/7", Endpoint{Name: "upload.chunk", Free: true, Continues: true, Charges: []Charge{{"pool", 0}}}},
 		{"POST", "/v1/chat", Endpoint{Name: "chat", Charges: []Charge{{"pool", 1}, {"tokens", 4096}}, Settle: []Settle{{Bucket: "tokens", Field: "usage.total_tokens"}}}},
+		{"GET", "/v1/feed", Endpoint{Name: "feed", Charges: []Charge{{"pool", 1}}, Settle: []Settle{{Bucket: "pool", Status: 304}}}},
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, "https://api.example.com"+c.path, nil)

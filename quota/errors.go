@@ -73,7 +73,25 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("quota: refused: no room before the deadline; retry after %v", e.RetryAfter)
+	return fmt.Sprintf("quota: refused: no room before the deadline; retry after %v", readable(e.RetryAfter))
+}
+
+// readable rounds a wait up to what a person reads in a message: whole
+// milliseconds under a second, tenths of a second under a minute, whole
+// seconds above (24h0m0.049813s reads 24h0m1s). The field keeps the exact
+// wait.
+func readable(d time.Duration) time.Duration {
+	unit := time.Second
+	switch {
+	case d < time.Second:
+		unit = time.Millisecond
+	case d < time.Minute:
+		unit = 100 * time.Millisecond
+	}
+	if r := d % unit; r > 0 {
+		d += unit - r
+	}
+	return d
 }
 
 // Is reports whether target is ErrRefused.

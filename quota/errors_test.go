@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +153,25 @@ func TestNewRefusesWhatItCannotUse(t *testing.T) {
 	}
 	if _, err := New(good, WithPrefix("app:"), WithPipelines(0), nil); err != nil {
 		t.Errorf("New with good options = %v", err)
+	}
+}
+
+// A refusal's message rounds its wait up to what a person reads; the
+// field keeps it exact.
+func TestRefusedErrorRoundsItsWait(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "retry after 0s"},
+		{1500 * time.Microsecond, "retry after 2ms"},
+		{41234 * time.Millisecond, "retry after 41.3s"},
+		{24*time.Hour + 49813*time.Microsecond, "retry after 24h0m1s"},
+		{time.Hour, "retry after 1h0m0s"},
+	} {
+		e := &RefusedError{Scope: "s", RetryAfter: c.d}
+		if got := e.Error(); !strings.HasSuffix(got, c.want) {
+			t.Errorf("RefusedError{RetryAfter: %v}.Error() = %q, want it to end %q", c.d, got, c.want)
+		}
 	}
 }

@@ -56,6 +56,18 @@
 // made at the same moment by many goroutines share round trips: they leave
 // together in one pipeline while earlier ones are in flight (see
 // [WithPipelines]), and each is still decided on its own, in arrival order.
+//
+// # go-redis's log
+//
+// go-redis writes log lines of its own to stderr ("pool.go:762: redis:
+// connection pool: failed to dial ..."), through a logger that is global
+// to the process: when Redis is unreachable they come before, and
+// repeat, the one error tollgate returns. Importing this package routes
+// them through [log/slog]'s default logger at [log/slog.LevelDebug] instead:
+// hidden unless the program logs debug lines. It is done once, when the
+// package is initialized, so that a program that chooses otherwise wins:
+// call redis.SetLogger in main (or in an init of a package that imports
+// this one).
 package quota
 
 import (

@@ -140,12 +140,18 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) error {
 			fs.PrintDefaults()
 			return err
 		}
-		return &usageError{err.Error()}
+		return usagef("%s: %v", command(fs), err)
 	}
 	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return usagef("%s: unexpected argument %q", command(fs), fs.Arg(0))
 	}
 	return nil
+}
+
+// command names a command's flag set in its errors, e.g. "status": run
+// says "tollgate: " before them.
+func command(fs *flag.FlagSet) string {
+	return strings.TrimPrefix(fs.Name(), "tollgate ")
 }
 
 // oneLine keeps an error message on one line.

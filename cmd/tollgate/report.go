@@ -53,8 +53,9 @@ type bucketReport struct {
 }
 
 type windowReport struct {
-	// Window names the window, e.g. "day America/Los_Angeles",
-	// "sliding 1m40.05s", "fixed 1h0m0s".
+	// Window names the window as configured (without the Transit the
+	// Transport lengthened it by), e.g. "day America/Los_Angeles",
+	// "sliding 1m40s", "fixed 1h0m0s".
 	Window string `json:"window"`
 	// Limit is the units tollgate lets through, Quota the upstream's
 	// units behind it (0: not told).
@@ -118,8 +119,9 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s quota.StoredScope, n
 		}
 		var limits []quota.Limit
 		var quotas []int64
+		var transit time.Duration
 		if d := b.Description; d != nil {
-			br.Described, br.Announced, br.InFlightCap = true, d.Announced, d.InFlight
+			br.Described, br.Announced, br.InFlightCap, transit = true, d.Announced, d.InFlight, d.Transit
 			var a quota.Announced
 			var known bool
 			if d.Announced != "" {
@@ -141,7 +143,7 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s quota.StoredScope, n
 			if err != nil {
 				return sr, err
 			}
-			w := windowReport{Window: windowName(l), Limit: l.Units, Used: u.Used, Held: u.Held, Remaining: u.Remaining,
+			w := windowReport{Window: windowName(l, transit), Limit: l.Units, Used: u.Used, Held: u.Held, Remaining: u.Remaining,
 				NextFree: optional(u.NextFree), Reset: optional(u.Reset)}
 			if i < len(quotas) {
 				w.Quota = quotas[i]
@@ -191,15 +193,22 @@ func serverNow(ctx context.Context, client redis.UniversalClient, clock func() t
 	return t, nil
 }
 
-// windowName names a limit's window for people.
-func windowName(l quota.Limit) string {
+// windowName names a limit's window for people, as it was configured:
+// the Transport lengthened sliding and fixed windows by transit (the
+// description's Transit), which is tollgate's margin, not the upstream's
+// window.
+func windowName(l quota.Limit, transit time.Duration) string {
+	w := l.Window
+	if w > transit {
+		w -= transit
+	}
 	switch {
 	case l.Calendar:
 		return "day " + l.Location.String()
 	case l.Fixed:
-		return "fixed " + l.Window.String()
+		return "fixed " + w.String()
 	}
-	return "sliding " + l.Window.String()
+	return "sliding " + w.String()
 }
 
 func optional(t time.Time) *time.Time {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,40 @@ func TestStatusGolden(t *testing.T) {
 		}
 		if out != string(want) {
 			t.Errorf("%v wrote\n%s\nwant (%s)\n%s", golden.args, out, path, want)
+		}
+	}
+}
+
+// Windows are shown as configured, not as the Transport lengthened them
+// by its Transit (50ms by default): "sliding 1m40s", not "sliding
+// 1m40.05s", in text and in JSON.
+func TestStatusShowsTheConfiguredWindow(t *testing.T) {
+	e := newEnv(t)
+	lim := e.limiter(t, nil)
+	tr := e.process(t, lim, func(cfg *tollgate.Config) { cfg.Transit = 0 }) // DefaultTransit
+	e.spend(t, tr, "project-a", "/v1/items", 1)
+	described(t, lim, "pool", "project-a")
+	for _, args := range [][]string{{"status"}, {"status", "-json"}} {
+		code, out, errs := cmd(t, nil, append(args, "-redis", e.url)...)
+		if code != 0 || errs != "" {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errs)
+		}
+		if !strings.Contains(out, "sliding 1m40s") || strings.Contains(out, "1m40.05s") {
+			t.Errorf("%v shows the window lengthened by Transit, or not at all:\n%s", args, out)
+		}
+	}
+}
+
+// Errors of a command name it once: "tollgate: status: ...", never
+// "tollgate: tollgate status: ...".
+func TestCommandErrorsNameTheCommandOnce(t *testing.T) {
+	for _, name := range []string{"status", "pause", "resume", "spend"} {
+		for _, args := range [][]string{{name, "extra-arg"}, {name, "-nosuchflag"}} {
+			code, out, errs := cmd(t, nil, args...)
+			if code != 2 || out != "" || !strings.HasPrefix(errs, "tollgate: "+name+": ") || strings.Count(errs, "tollgate") != 1 {
+				t.Errorf("tollgate %s: exit %d, stdout %q, stderr %q; want 2 and one line \"tollgate: %s: ...\"",
+					strings.Join(args, " "), code, out, errs, name)
+			}
 		}
 	}
 }

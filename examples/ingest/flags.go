@@ -20,7 +20,7 @@ type config struct {
 	keys        []string      // API keys, one pool
 	table       string        // "classic" or "granular"
 	quota       int64         // pool units per window
-	searchQuota int64         // granular search bucket calls per window
+	searchQuota int64         // granular search bucket units per window (one per search.list call)
 	window      time.Duration // 0: the Pacific day
 	reserve     int64         // units kept below the quota
 	regions     []string
@@ -50,12 +50,18 @@ func usagef(format string, args ...any) error {
 
 const defaultAPI = "https://youtube.googleapis.com/youtube/v3"
 
+// The quota of a real Cloud project, with -keys.
+const (
+	defaultQuota       = 10000 // pool units per Pacific day
+	defaultSearchQuota = 100   // search units per Pacific day (granular)
+)
+
 // The offline demo's quota: small enough that eight regions run out of it
 // in the first window and finish in the next ones.
 const (
 	offlineQuota        = 60               // pool units per window (granular)
 	offlineClassicQuota = 600              // pool units per window (classic)
-	offlineSearchQuota  = 4                // search.list calls per window (granular)
+	offlineSearchQuota  = 4                // search units per window (granular)
 	offlineWindow       = 10 * time.Second // instead of the Pacific day
 )
 
@@ -70,14 +76,18 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 	fs.StringVar(&c.api, "api", defaultAPI, "API base `URL`")
 	fs.StringVar(&keys, "keys", "", "API keys `K1,K2` of one Cloud project (default $YOUTUBE_API_KEYS); none runs offline against a simulated API")
 	fs.StringVar(&c.table, "table", "granular", "cost `table`: classic or granular")
-	fs.Int64Var(&c.quota, "quota", 10000, "pool units per window of the shared project `N` (offline default 60, or 600 with -table classic)")
-	fs.DurationVar(&c.window, "window", 0, "a sliding window of `D` replaces the Pacific day (e.g. 10s)")
+	// The flags whose default depends on -keys print no default of the
+	// flag package's: their usage says both.
+	fs.Int64Var(&c.quota, "quota", 0, fmt.Sprintf("pool units per window of the shared project `N` (default %d; offline %d, or %d with -table classic)",
+		defaultQuota, offlineQuota, offlineClassicQuota))
+	fs.DurationVar(&c.window, "window", 0, fmt.Sprintf("a sliding window of `D` replaces the Pacific day, e.g. 10s (default the Pacific day; offline %v)", offlineWindow))
 	reserve := fs.String("reserve", "", "keep `N` units below the quota (default 5% of -quota)")
 	fs.StringVar(&regions, "regions", "US,GB,DE,FR,IN,BR,AU,CA", "the regions to ingest, `US,GB,...`")
 	fs.StringVar(&c.policy, "policy", "wait", "on refusal, `wait` for a turn, or error: stop that region's pass cleanly")
 	fs.DurationVar(&c.duration, "duration", 0, "keep running passes until `D` has passed (default one pass per region)")
 	fs.DurationVar(&c.maxWait, "max-wait", 0, "with -policy wait, wait at most `D` for a turn (default three windows, or 10m of the Pacific day)")
-	fs.Int64Var(&c.searchQuota, "search-quota", 100, "search.list calls per window in the granular table's own bucket `N` (offline default 4)")
+	fs.Int64Var(&c.searchQuota, "search-quota", 0, fmt.Sprintf("the granular table's search bucket: `N` units per window, one per search.list call (default %d; offline %d)",
+		defaultSearchQuota, offlineSearchQuota))
 	fs.StringVar(&c.simulate, "simulate", "", "serve only the simulated YouTube API on this `address` (e.g. 127.0.0.1:8089), for several ingest processes to share")
 	fs.Usage = func() {} // errors are one line; -h prints the flags below
 	if err := fs.Parse(args); err != nil {
@@ -100,6 +110,12 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 	c.keys = splitList(keys)
 	c.offline = len(c.keys) == 0 && c.simulate == ""
 	c.regions = splitList(regions)
+	if !c.set["quota"] {
+		c.quota = defaultQuota
+	}
+	if !c.set["search-quota"] {
+		c.searchQuota = defaultSearchQuota
+	}
 	if c.offline {
 		// A day of quota would take a day to show anything: scale it down
 		// so that the demo runs out of quota, and gets it back, within
@@ -123,8 +139,10 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 		return nil, usagef("-quota must be positive, got %d", c.quota)
 	case c.searchQuota <= 0:
 		return nil, usagef("-search-quota must be positive, got %d", c.searchQuota)
-	case c.window < 0:
-		return nil, usagef("-window must not be negative, got %v", c.window)
+	case c.set["window"] && c.window <= 0:
+		// 0 is how the flag package spells "not given": given, it would
+		// silently mean the Pacific day.
+		return nil, usagef("-window must be positive, got %v (leave it out for the Pacific day)", c.window)
 	case c.duration < 0:
 		return nil, usagef("-duration must not be negative, got %v", c.duration)
 	case c.maxWait < 0:

@@ -26,6 +26,9 @@ func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
 		{[]string{"-redis", "not a url"}, "-redis"},
 		{[]string{"-redis", "localhost:99999"}, "-redis"},
 		{[]string{"-window", "-1s"}, "-window"},
+		{[]string{"-window", "0s"}, "-window"}, // not the Pacific day in disguise
+		{[]string{"-window", "0"}, "-window"},
+		{[]string{"-keys", "K", "-api", "http://127.0.0.1:1/youtube/v3", "-window", "0s"}, "-window"},
 		{[]string{"-window", "soon"}, "-window"},
 		{[]string{"-duration", "-5m"}, "-duration"},
 		{[]string{"-reserve", "-1"}, "-reserve"},
@@ -90,5 +93,40 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "-policy") {
 		t.Errorf("-h printed %q, want the flags", stderr.String())
+	}
+}
+
+// -h says each flag's default once, in words that hold with -keys and
+// offline alike: no "offline default 60 ... (default 10000)".
+func TestHelpSaysEachDefaultOnce(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &bytes.Buffer{}, &stderr, noEnv); code != 0 {
+		t.Fatalf("-h: exit %d", code)
+	}
+	blocks := map[string]string{} // flag name -> its lines
+	name := ""
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "  -"); ok {
+			name, _, _ = strings.Cut(rest, " ")
+		}
+		if name != "" {
+			blocks[name] += line + "\n"
+		}
+	}
+	for flagName, block := range blocks {
+		if n := strings.Count(block, "default"); n > 1 {
+			t.Errorf("-%s says %d defaults:\n%s", flagName, n, block)
+		}
+	}
+	for flagName, want := range map[string][]string{
+		"quota":        {"default 10000", "offline 60", "600 with -table classic"},
+		"search-quota": {"default 100", "offline 4", "units"},
+		"window":       {"Pacific day", "offline 10s"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(blocks[flagName], w) {
+				t.Errorf("-%s's help lacks %q:\n%s", flagName, w, blocks[flagName])
+			}
+		}
 	}
 }

@@ -170,17 +170,24 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		}
 		return u[0].Limit.Units
 	}
-	fmt.Fprintf(out, "\nquota: %d pool units per %s, %d after the reserve; spent %d pool units in all",
-		c.quota, c.windowName(), enforced(youtube.Pool), units[youtube.Pool])
-	if c.table == "granular" {
-		fmt.Fprintf(out, ", %d search calls (%d per %s, %d after the reserve)",
-			units[youtube.Search], c.searchQuota, c.windowName(), enforced(youtube.Search))
+	quotas := map[string]int64{youtube.Pool: c.quota, youtube.Search: c.searchQuota}
+	limits := map[string]int64{}
+	var spent []string
+	fmt.Fprint(out, "\nquota:")
+	for i, b := range buckets {
+		sep := ";"
+		if i == 0 {
+			sep = ""
+		}
+		limits[b] = enforced(b)
+		fmt.Fprintf(out, "%s %d %s units per %s, %d after the reserve", sep, quotas[b], b, c.windowName(), limits[b])
+		spent = append(spent, fmt.Sprintf("%d %s units", units[b], b))
 	}
-	fmt.Fprintln(out)
+	fmt.Fprintf(out, "; spent %s in all\n", strings.Join(spent, " and "))
 	if sim != nil {
 		upstream = simulatedQuotaErrors(sim)
-		fmt.Fprintf(out, "most pool units the upstream received in one of its %s windows: %d of %d\n",
-			c.window, mostInAWindow(sim.Arrivals(), ytsim.Pool, c.window), c.quota)
+		fmt.Fprintf(out, "most units the upstream received in one of its %s windows: %s\n",
+			c.window, mostReceived(sim.Arrivals(), buckets, quotas, limits, c.window, rep.binding(buckets)))
 	}
 	fmt.Fprintf(out, "upstream quota errors: %d\n", upstream)
 	if failed > 0 {

@@ -39,10 +39,13 @@ type report struct {
 	start   time.Time
 	regions map[string]*regionStats
 	order   []string
+	// refusedBy counts the calls tollgate refused, by the bucket that had
+	// no room: the binding bucket is the one that refused most.
+	refusedBy map[string]int
 }
 
 func newReport(out io.Writer, regions []string) *report {
-	r := &report{out: out, start: time.Now(), regions: map[string]*regionStats{}, order: regions}
+	r := &report{out: out, start: time.Now(), regions: map[string]*regionStats{}, order: regions, refusedBy: map[string]int{}}
 	for _, name := range regions {
 		r.regions[name] = &regionStats{units: map[string]int64{}, reported: map[string]int64{}}
 	}
@@ -82,6 +85,10 @@ func (r *report) decision(ctx context.Context, d tollgate.Decision) {
 		return
 	}
 	if !d.Admitted {
+		var qe *tollgate.QuotaError
+		if errors.As(d.Err, &qe) && qe.Bucket != "" {
+			r.refusedBy[qe.Bucket]++
+		}
 		return
 	}
 	for _, ch := range d.Charges {
@@ -144,7 +151,10 @@ func (s *regionStats) spentSinceReport() string {
 	return strings.Join(parts, ", ")
 }
 
-// table prints the final table, one row per region and a total.
+// table prints the final table, one row per region and a total. A
+// region's wait is its calls' waits summed (they wait one after another);
+// the total's is the longest of the regions': they wait side by side, so
+// their sum would say more time than the run took.
 func (r *report) table(buckets []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -158,12 +168,12 @@ func (r *report) table(buckets []string) {
 	total.units = map[string]int64{}
 	for _, name := range r.order {
 		s := r.regions[name]
-		r.row(w, name, s, buckets)
+		r.row(w, name, s, buckets, fmt.Sprintf("%.1fs", s.waited.Seconds()))
 		total.passes += s.passes
 		total.videos += s.videos
 		total.channels += s.channels
 		total.calls += s.calls
-		total.waited += s.waited
+		total.waited = max(total.waited, s.waited)
 		total.refused += s.refused
 		total.upstream += s.upstream
 		total.failed += s.failed
@@ -171,16 +181,16 @@ func (r *report) table(buckets []string) {
 			total.units[b] += u
 		}
 	}
-	r.row(w, "total", &total, buckets)
+	r.row(w, "total", &total, buckets, fmt.Sprintf("longest %.1fs", total.waited.Seconds()))
 	w.Flush()
 }
 
-func (r *report) row(w io.Writer, name string, s *regionStats, buckets []string) {
+func (r *report) row(w io.Writer, name string, s *regionStats, buckets []string, waited string) {
 	fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t", name, s.passes, s.videos, s.channels, s.calls)
 	for _, b := range buckets {
 		fmt.Fprintf(w, "%d\t", s.units[b])
 	}
-	fmt.Fprintf(w, "%.1fs\t%d\t%d\t\n", s.waited.Seconds(), s.refused, s.upstream)
+	fmt.Fprintf(w, "%s\t%d\t%d\t\n", waited, s.refused, s.upstream)
 }
 
 // totals returns the units admitted per bucket and the failures, over all regions.
@@ -196,6 +206,21 @@ func (r *report) totals() (units map[string]int64, upstream, failed int) {
 		failed += s.failed
 	}
 	return units, upstream, failed
+}
+
+// binding returns the bucket tollgate refused the most calls for, the
+// first of buckets on a tie; "" when it refused none for want of a
+// bucket's room.
+func (r *report) binding(buckets []string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	best := ""
+	for _, b := range buckets {
+		if n := r.refusedBy[b]; n > 0 && (best == "" || n > r.refusedBy[best]) {
+			best = b
+		}
+	}
+	return best
 }
 
 // sortedKeys returns a map's keys in order.

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +20,9 @@ import (
 // searches than one window holds, so some regions wait their turn.
 func TestOfflineDemo(t *testing.T) {
 	var stdout, stderr bytes.Buffer
+	start := time.Now()
 	code := run(context.Background(), []string{"-window", "400ms"}, &stdout, &stderr, noEnv)
+	took := time.Since(start)
 	out := stdout.String()
 	if code != 0 {
 		t.Fatalf("exit %d; stderr %s\n%s", code, stderr.String(), out)
@@ -30,6 +34,47 @@ func TestOfflineDemo(t *testing.T) {
 	}
 	if strings.Contains(out, "refused by the upstream") {
 		t.Errorf("the upstream refused a call:\n%s", out)
+	}
+	// The regions wait side by side: the total is the longest wait, which
+	// no run outlasts, never their sum.
+	var longest float64
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "total" {
+			i := slices.Index(f, "longest")
+			if i < 0 || i+1 == len(f) {
+				t.Fatalf("the total row does not say the longest wait: %q", line)
+			}
+			if _, err := fmt.Sscanf(f[i+1], "%fs", &longest); err != nil {
+				t.Fatalf("the total row's wait %q: %v", f[i+1], err)
+			}
+		}
+	}
+	if longest <= 0 || longest > took.Seconds()+0.05 {
+		t.Errorf("the total row says a wait of %.1fs in a run of %v:\n%s", longest, took, out)
+	}
+}
+
+// The summary names the bucket that stopped the regions (search: 3 calls
+// an hour after the reserve, against 8 regions), and calls search's
+// spending units, as every other line does.
+func TestSummaryNamesTheBindingBucket(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-window", "1h", "-policy", "error"}, &stdout, &stderr, noEnv)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s\n%s", code, stderr.String(), out)
+	}
+	for _, want := range []string{
+		"4 search units per 1h0m0s, 3 after the reserve",
+		"3 of 4 search units (the binding bucket); ",
+		"spent 40 pool units and 3 search units in all",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "search call") {
+		t.Errorf("the output counts search in calls and in units:\n%s", out)
 	}
 }
 
@@ -62,6 +107,16 @@ func TestUnreachableRedis(t *testing.T) {
 	}
 	if code != 1 || !strings.Contains(stderr.String(), "does not answer") || strings.Count(stderr.String(), "\n") != 1 {
 		t.Errorf("exit %d, stderr %q; want 1 and one line saying Redis does not answer", code, stderr.String())
+	}
+}
+
+// TestUnreachableRedisOneLine: run as a program, an unreachable Redis is
+// one line on stderr, tollgate's, with none of go-redis's own log lines
+// ("pool.go:762: redis: connection pool: failed to dial ...") before it.
+func TestUnreachableRedisOneLine(t *testing.T) {
+	code, out, errOut := runChild(t, []string{"-redis", "redis://127.0.0.1:1"})
+	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "ingest: redis at redis://127.0.0.1:1 does not answer") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and one line saying Redis does not answer", code, out, errOut)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/ytsim"
@@ -14,7 +15,7 @@ import (
 )
 
 // newSimulation returns the simulated YouTube API with the quota the flags
-// give the upstream: -quota pool units (and -search-quota search calls in
+// give the upstream: -quota pool units (and -search-quota search units in
 // the granular model) per -window, or per Pacific day.
 func newSimulation(c *config) *ytsim.Server {
 	return ytsim.New(ytsim.Config{
@@ -90,6 +91,33 @@ func mostInAWindow(arrivals []ytsim.Arrival, bucket string, window time.Duration
 		most = max(most, sums[start])
 	}
 	return most
+}
+
+// mostReceived describes the most units of each bucket the simulation
+// charged in one of its windows, against the bucket's quota, the binding
+// bucket first, e.g. "4 of 4 search units (the binding bucket); 55 of 60
+// pool units". The binding bucket is refused, the one tollgate refused
+// the most calls for; when it refused none, the one that came nearest to
+// what tollgate lets through (enforced: the quota less the reserve).
+func mostReceived(arrivals []ytsim.Arrival, buckets []string, quotas, enforced map[string]int64, window time.Duration, refused string) string {
+	most := make(map[string]int64, len(buckets))
+	binding, nearest := refused, -1.0
+	for _, b := range buckets {
+		most[b] = mostInAWindow(arrivals, b, window)
+		if near := float64(most[b]) / float64(max(enforced[b], 1)); refused == "" && near > nearest {
+			binding, nearest = b, near
+		}
+	}
+	var parts []string
+	for _, b := range buckets {
+		part := fmt.Sprintf("%d of %d %s units", most[b], quotas[b], b)
+		if b == binding && len(buckets) > 1 {
+			parts = append([]string{part + " (the binding bucket)"}, parts...)
+			continue
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // redactKey shows only the end of a key: the simulation names projects by

@@ -34,6 +34,12 @@
 //     whole number, at least 1), answered in data.rateLimit when the query
 //     asks; page sizes outside 1-100 and queries of more than 500,000 nodes
 //     are refused, as the same page says.
+//   - Conditional requests
+//     (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#use-conditional-requests-if-appropriate):
+//     every 200 answered to a GET carries an ETag, and a GET whose
+//     If-None-Match names it is answered 304 Not Modified, which costs no
+//     primary unit when the request carries a credential (anonymous ones
+//     pay theirs) and still costs its secondary point.
 //
 // A refused request spends nothing. Minute and Hour scale time, so that a
 // test crosses windows in seconds.
@@ -47,7 +53,10 @@
 package ghsim
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,6 +154,9 @@ type Arrival struct {
 	Points   int64  // secondary points (REST or GraphQL)
 	GraphQL  bool
 	Content  bool
+	// NotModified reports a conditional request answered 304 Not
+	// Modified: Units is 0 when it was authorized.
+	NotModified bool
 }
 
 // Window is one primary window of one credential.
@@ -241,12 +253,17 @@ func (s *Server) Windows(resource string) []Window {
 }
 
 // identity returns the credential of a request: its token, or "" for
-// none.
+// none. A scheme without a credential ("Bearer ", which go-github sends
+// without a token) is none.
 func identity(r *http.Request) string {
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
-	for _, scheme := range []string{"bearer ", "token "} {
-		if len(h) > len(scheme) && strings.EqualFold(h[:len(scheme)], scheme) {
-			return strings.TrimSpace(h[len(scheme):])
+	scheme, rest := h, ""
+	if i := strings.IndexAny(h, " \t"); i >= 0 {
+		scheme, rest = h[:i], strings.TrimSpace(h[i+1:])
+	}
+	for _, s := range []string{"bearer", "token", "basic"} {
+		if strings.EqualFold(scheme, s) && (s != "basic" || rest == "") {
+			return rest
 		}
 	}
 	return h
@@ -269,11 +286,12 @@ func (s *Server) userOf(token string) *user {
 
 // request is what metering needs to know of a request.
 type request struct {
-	resource string // "" when no primary limit counts it
-	units    int64  // primary units
-	points   int64  // secondary points
-	graphQL  bool
-	content  bool
+	resource    string // "" when no primary limit counts it
+	units       int64  // primary units
+	points      int64  // secondary points
+	graphQL     bool
+	content     bool
+	notModified bool // answered 304 Not Modified
 }
 
 // ServeHTTP meters the request, refuses it if a limit says so, and
@@ -284,11 +302,74 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGraphQL(w, r, token)
 		return
 	}
-	u, head, ok := s.enter(w, r, token, restRequest(r))
-	defer s.leave(u)
-	if ok {
-		s.serveREST(w, r, u, head)
+	req := restRequest(r)
+	var answer *httptest.ResponseRecorder
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		// Rendered first, for its ETag: a conditional request answered
+		// Not Modified costs no primary unit when it is authorized.
+		answer = s.render(r, token)
+		if notModified(r, answer) {
+			req.notModified = true
+			if token != "" {
+				req.units = 0
+			}
+		}
 	}
+	u, head, ok := s.enter(w, r, token, req)
+	defer s.leave(u)
+	switch {
+	case !ok:
+	case answer == nil:
+		s.serveREST(w, r, u, head)
+	case req.notModified:
+		for k, v := range head {
+			w.Header()[k] = v
+		}
+		w.Header().Set("ETag", answer.Header().Get("ETag"))
+		w.WriteHeader(http.StatusNotModified)
+	default:
+		for k, v := range answer.Header() {
+			w.Header()[k] = v
+		}
+		for k, v := range head { // the rate-limit headers as of the admission
+			w.Header()[k] = v
+		}
+		w.WriteHeader(answer.Code)
+		w.Write(answer.Body.Bytes())
+	}
+}
+
+// render answers a GET (or HEAD) request into a recorder, with an ETag
+// when the answer is a 200: what the request would be answered, as of
+// now, before it is metered.
+func (s *Server) render(r *http.Request, token string) *httptest.ResponseRecorder {
+	s.mu.Lock()
+	u := s.userOf(token)
+	s.mu.Unlock()
+	rec := httptest.NewRecorder()
+	s.serveREST(rec, r, u, nil)
+	if rec.Code == http.StatusOK {
+		sum := sha256.Sum256(rec.Body.Bytes())
+		rec.Header().Set("ETag", `"`+hex.EncodeToString(sum[:8])+`"`)
+	}
+	return rec
+}
+
+// notModified reports whether a conditional request (If-None-Match) names
+// the ETag of its answer.
+// https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#use-conditional-requests-if-appropriate
+func notModified(r *http.Request, answer *httptest.ResponseRecorder) bool {
+	etag := answer.Header().Get("ETag")
+	if etag == "" {
+		return false
+	}
+	for _, tag := range strings.Split(r.Header.Get("If-None-Match"), ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == etag || tag == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // enter counts a request into flight and meters it. It answers a request
@@ -376,7 +457,7 @@ func (s *Server) admit(u *user, req request) (*refusal, http.Header) {
 	s.spend(u, req, now)
 	win.announce(head, u, req.resource)
 	s.stats.Served++
-	s.served = append(s.served, Arrival{At: now, Identity: u.login, Resource: req.resource, Units: req.units, Points: req.points, GraphQL: req.graphQL, Content: req.content})
+	s.served = append(s.served, Arrival{At: now, Identity: u.login, Resource: req.resource, Units: req.units, Points: req.points, GraphQL: req.graphQL, Content: req.content, NotModified: req.notModified})
 	return nil, head
 }
 

@@ -311,3 +311,60 @@ func TestIssues(t *testing.T) {
 		t.Errorf("no permission: %s %s", resp.Status, body)
 	}
 }
+
+// A GET answer carries an ETag; the same request with If-None-Match
+// naming it is answered 304 Not Modified, without a body. Authorized, it
+// costs no core unit but keeps its secondary point; anonymous, it costs
+// one, as GitHub documents.
+func TestConditionalRequests(t *testing.T) {
+	for _, token := range []string{"tok", ""} {
+		sim, api, _ := start(t, Config{})
+		resp, _ := call(t, api, "GET", "/repos/o/r", token, "")
+		etag := resp.Header.Get("ETag")
+		if resp.StatusCode != 200 || etag == "" {
+			t.Fatalf("token %q: a repository: %d, ETag %q; want 200 with an ETag", token, resp.StatusCode, etag)
+		}
+		conditional := func(tag string) (*http.Response, string) {
+			t.Helper()
+			req, _ := http.NewRequest("GET", api.URL+"/repos/o/r", nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			req.Header.Set("If-None-Match", tag)
+			resp, err := api.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp, string(b)
+		}
+		for range 3 {
+			resp, body := conditional(etag)
+			if resp.StatusCode != http.StatusNotModified || body != "" || resp.Header.Get("ETag") != etag {
+				t.Fatalf("token %q: a conditional request naming the ETag: %d %q, ETag %q; want 304, no body, the same ETag", token, resp.StatusCode, body, resp.Header.Get("ETag"))
+			}
+		}
+		if resp, _ := conditional(`"other"`); resp.StatusCode != 200 {
+			t.Errorf("token %q: a conditional request naming another ETag: %d, want 200", token, resp.StatusCode)
+		}
+		wantUsed := int64(2) // the two 200s
+		if token == "" {
+			wantUsed = 5
+		}
+		if w := sim.Windows(Core); len(w) != 1 || w[0].Used != wantUsed {
+			t.Errorf("token %q: core windows %+v; want one that used %d", token, w, wantUsed)
+		}
+		var points int64
+		notModified := 0
+		for _, a := range sim.Served() {
+			points += a.Points
+			if a.NotModified {
+				notModified++
+			}
+		}
+		if points != 5 || notModified != 3 {
+			t.Errorf("token %q: %d secondary points, %d answered Not Modified; want 5 and 3", token, points, notModified)
+		}
+	}
+}

@@ -29,6 +29,12 @@
 //     OPTIONS 1 point, other methods 5) and 2,000 for GraphQL (a query 1
 //     point, a mutation 5); 80 content-creating requests a minute and 500
 //     an hour.
+//   - A conditional request (If-None-Match, If-Modified-Since) answered
+//     304 Not Modified is settled to nothing in its resource when it
+//     carries a credential, as GitHub counts it
+//     (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#use-conditional-requests-if-appropriate):
+//     a program that polls with ETags (go-github with an HTTP cache below
+//     it) keeps its hour. Its secondary points still count.
 //   - A GraphQL query's point cost is estimated before it is sent, with
 //     GitHub's formula, and settled from the rateLimit { cost } the query
 //     may ask for.

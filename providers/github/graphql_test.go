@@ -120,7 +120,7 @@ func TestGraphQLEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "graphql.query [{graphql 52} {graphql_points 1} {concurrent 1}] settle [{graphql  data.rateLimit.cost}]"
+	want := "graphql.query [{graphql 52} {graphql_points 1} {concurrent 1}] settle [{graphql  data.rateLimit.cost 0 0}]"
 	if got := fmt.Sprint(e.Name, " ", e.Charges, " settle ", e.Settle); got != want {
 		t.Errorf("endpoint %s, want %s", got, want)
 	}

@@ -14,13 +14,23 @@ import (
 // a user's name and token, which GitHub counts per app or user); "" when
 // the request carries none.
 // https://docs.github.com/en/rest/authentication/authenticating-to-the-rest-api
+//
+// A header that names a scheme and no credential is none: go-github sends
+// "Authorization: Bearer " when GITHUB_TOKEN is unset
+// (client.WithAuthToken("")), and such requests share AnonymousScope, 60
+// an hour, as GitHub counts them; so do an empty or blank header, "token "
+// and "Basic ".
 func credential(req *http.Request) string {
-	if tok := tollgate.BearerToken(req); tok != "" {
-		return tok
-	}
 	h := strings.TrimSpace(req.Header.Get("Authorization"))
-	if len(h) > 6 && strings.EqualFold(h[:6], "token ") {
-		return strings.TrimSpace(h[6:])
+	scheme, rest := h, ""
+	if i := strings.IndexAny(h, " \t"); i >= 0 {
+		scheme, rest = h[:i], strings.TrimSpace(h[i+1:])
+	}
+	switch {
+	case strings.EqualFold(scheme, "bearer") || strings.EqualFold(scheme, "token"):
+		return rest
+	case strings.EqualFold(scheme, "basic") && rest == "":
+		return ""
 	}
 	return h
 }

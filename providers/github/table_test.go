@@ -75,3 +75,15 @@ func TestTableOverride(t *testing.T) {
 		t.Errorf("overridden charges %s", got)
 	}
 }
+
+// An override that stops charging core stops settling it: a table that
+// charges reads secondary points only still compiles.
+func TestTableOverrideDropsTheSettleOfCore(t *testing.T) {
+	spec, err := Table().Override(endpointRead, costs.Charge{Bucket: RESTPoints, Units: 1}, costs.Charge{Bucket: Concurrent, Units: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := costs.New(spec); err != nil {
+		t.Errorf("the overridden table: %v", err)
+	}
+}

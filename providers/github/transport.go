@@ -88,6 +88,10 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
+	anonymousCosts, err := costs.New(withoutNotModified(table))
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
+	}
 	t := &Transport{}
 	if rdb == nil {
 		local, err := embedded.New()
@@ -101,7 +105,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 		return nil, t.fail(fmt.Errorf("github: %w", err))
 	}
 	upstream := Upstream(opts.Minute)
-	build := func(buckets map[string]tollgate.Bucket, scope tollgate.ScopeFunc) (*tollgate.Transport, error) {
+	build := func(ct *costs.Table, buckets map[string]tollgate.Bucket, scope tollgate.ScopeFunc) (*tollgate.Transport, error) {
 		cfg := opts.Tollgate
 		cfg.Base, cfg.Limiter, cfg.Costs, cfg.Buckets, cfg.Scope, cfg.Upstream = opts.Base, lim, ct, buckets, scope, upstream
 		tr, err := tollgate.New(cfg)
@@ -117,13 +121,42 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 			anonymous[name] = b
 		}
 	}
-	if t.authenticated, err = build(authenticated, tollgate.CredentialScope(credential)); err != nil {
+	if t.authenticated, err = build(ct, authenticated, tollgate.CredentialScope(credential)); err != nil {
 		return nil, t.fail(err)
 	}
-	if t.anonymous, err = build(anonymous, tollgate.Scope(AnonymousScope)); err != nil {
+	if t.anonymous, err = build(anonymousCosts, anonymous, tollgate.Scope(AnonymousScope)); err != nil {
 		return nil, t.fail(err)
 	}
 	return t, nil
+}
+
+// withoutNotModified returns a copy of spec whose rules no longer settle
+// a 304 Not Modified to its own cost: for requests without credentials,
+// whose conditional requests GitHub counts like any other (the etag page
+// of Table: only those "correctly authorized with an Authorization
+// header" are free).
+func withoutNotModified(spec costs.Spec) costs.Spec {
+	keep := func(settle []costs.Settle) []costs.Settle {
+		var out []costs.Settle
+		for _, st := range settle {
+			if st.Status != http.StatusNotModified {
+				out = append(out, st)
+			}
+		}
+		return out
+	}
+	out := spec
+	out.Rules = make([]costs.Rule, len(spec.Rules))
+	for i, r := range spec.Rules {
+		r.Settle = keep(r.Settle)
+		out.Rules[i] = r
+	}
+	if spec.Default != nil {
+		d := *spec.Default
+		d.Settle = keep(d.Settle)
+		out.Default = &d
+	}
+	return out
 }
 
 // check reports the options NewTransport cannot use.

@@ -348,3 +348,68 @@ func TestInFlightAcrossProcesses(t *testing.T) {
 		t.Errorf("the simulator: %+v; want 60 served, at most 4 in flight and no refusal", st)
 	}
 }
+
+// A conditional request answered 304 Not Modified costs no core unit when
+// it carries a credential, as GitHub documents: a credential polling with
+// its ETag keeps its hour (here 20 requests, which 40 polls would spend
+// twice over), and still spends secondary points. Without a credential,
+// GitHub counts the 304s, and so does tollgate.
+func TestConditionalRequestsKeepTheHour(t *testing.T) {
+	r := newRig(t, ghsim.Config{Core: 20, AnonymousCore: 20})
+	tr := r.transport(t, Options{})
+	get := func(token, etag string) (*http.Response, error) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", r.api.URL+"/repos/o/r", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp, nil
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		token, scope string
+		polls        int
+		wantCore     int64
+	}{
+		{"tok", tollgate.HashCredential("tok"), 40, 1},
+		{"", AnonymousScope, 5, 6},
+	} {
+		resp, err := get(c.token, "")
+		if err != nil || resp.Header.Get("ETag") == "" {
+			t.Fatalf("token %q: the first request: %v (ETag %q)", c.token, err, resp.Header.Get("ETag"))
+		}
+		etag := resp.Header.Get("ETag")
+		for i := range c.polls {
+			resp, err := get(c.token, etag)
+			if err != nil {
+				t.Fatalf("token %q: poll %d: %v", c.token, i, err)
+			}
+			if resp.StatusCode != http.StatusNotModified {
+				t.Fatalf("token %q: poll %d: %d, want 304", c.token, i, resp.StatusCode)
+			}
+		}
+		core, err := tr.Usage(ctx, c.scope, Core)
+		if err != nil {
+			t.Fatal(err)
+		}
+		points, err := tr.Usage(ctx, c.scope, RESTPoints)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := points[0].Used, int64(c.polls+1); core[0].Used != c.wantCore || got != want {
+			t.Errorf("token %q: core counts %d, secondary points %d; want %d and %d", c.token, core[0].Used, got, c.wantCore, want)
+		}
+	}
+	if st := r.sim.Stats(); st.Primary+st.Secondary != 0 {
+		t.Errorf("GitHub refused requests: %+v", st)
+	}
+}
