@@ -153,6 +153,7 @@ type Transport struct {
 	announced map[string]string // bucket: the announced quota it follows
 	learn     learnedState      // what announcements taught, per scope bucket
 	holds     holdWaiters       // the requests waiting for holds on announced buckets
+	waiters   waiters           // the requests waiting for a hold's turn or a cap's slot, for pauses to reach
 
 	probe     probe     // whether Redis answers
 	ledger    ledger    // units spent while it did not
@@ -315,7 +316,8 @@ type call struct {
 // the context's error, quota.ErrFormat (Redis holds state of another
 // tollgate format), or a configuration error (ErrConfig). When the upstream
 // answers that its quota is spent, the Transport records that for every
-// worker, closes the response and returns a *QuotaError with Upstream set,
+// worker, closes the response and returns a *QuotaError whose Cause is
+// PausedByUpstream,
 // so that callers stop instead of retrying into the wall; every other
 // response is returned as it is.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
