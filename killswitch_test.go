@@ -105,15 +105,25 @@ func (r *killRig) held(t *testing.T) int64 {
 	return u[0].Held
 }
 
-// await polls cond every 20ms for at most limit.
-func await(t *testing.T, limit time.Duration, what string, cond func() bool) {
+// await polls cond every 20ms for at most limit, and fails the test when
+// it does not hold by then.
+func await(t *testing.T, limit time.Duration, what string, cond func() bool) bool {
 	t.Helper()
 	for end := time.Now().Add(limit); !cond(); {
 		if time.Now().After(end) {
-			t.Fatalf("%s: not within %v", what, limit)
+			t.Errorf("%s: not within %v", what, limit)
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return true
+}
+
+// stopped is how many workers have stopped.
+func (r *killRig) stopped() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.errs)
 }
 
 // operatorPause pauses the default scope as tollgate pause does, from a
@@ -142,7 +152,9 @@ func TestOperatorPauseStopsWaitingRequests(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r.work(t, ctx, 6, "/v1/items")
-	await(t, 10*time.Second, "holds waiting in Redis", func() bool { return r.held(t) >= 4 })
+	if !await(t, 10*time.Second, "holds waiting in Redis", func() bool { return r.held(t) >= 4 }) {
+		t.FailNow()
+	}
 
 	reach := r.operatorPause(t, 2*time.Minute, "incident 7")
 	paused := time.Now()
@@ -152,15 +164,14 @@ func TestOperatorPauseStopsWaitingRequests(t *testing.T) {
 	if h := r.held(t); h != 0 {
 		t.Errorf("%d units still held for waiting requests once the pause returned, want 0", h)
 	}
-	await(t, 2*time.Second, "every worker stopped", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return len(r.errs) == 12
-	})
-	if refused := time.Since(paused); refused > time.Second {
-		t.Errorf("the last worker was refused %v after the pause, want at once", refused)
+	if await(t, 2*time.Second, "every worker stopped", func() bool { return r.stopped() == 12 }) {
+		if refused := time.Since(paused); refused > time.Second {
+			t.Errorf("the last worker was refused %v after the pause, want at once", refused)
+		}
 	}
-	time.Sleep(3 * time.Second) // past the turns the holds had: a window and more
+	time.Sleep(paused.Add(3 * time.Second).Sub(time.Now())) // past the turns the holds had: a window and more
+	cancel()
+	r.wg.Wait()
 	if n := r.after(paused.Add(time.Second), "/v1/items"); n != 0 {
 		t.Errorf("%d requests arrived upstream from 1s after the pause on, want none", n)
 	}
@@ -193,7 +204,9 @@ func TestUpstreamPauseStopsOtherProcessesWaitingRequests(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	waiting.work(t, ctx, 6, "/v1/items")
-	await(t, 10*time.Second, "holds waiting in Redis", func() bool { return r.held(t) >= 4 })
+	if !await(t, 10*time.Second, "holds waiting in Redis", func() bool { return r.held(t) >= 4 }) {
+		t.FailNow()
+	}
 
 	table, err := costs.New(costs.Spec{Buckets: []string{"pool", "search"}, Rules: []costs.Rule{
 		{Pattern: "GET /v1/limited", Endpoint: "limited", Charges: []costs.Charge{{Bucket: "search", Units: 1}}},
@@ -254,7 +267,9 @@ func TestPauseStopsSlotWaiters(t *testing.T) {
 	defer cancel()
 	r.work(t, ctx, 3, "/v1/items")
 	r.work(t, ctx, 3, "/v1/status")
-	await(t, 5*time.Second, "two requests in flight", func() bool { r.up.mu.Lock(); defer r.up.mu.Unlock(); return len(r.up.arrivals) >= 2 })
+	if !await(t, 5*time.Second, "two requests in flight", func() bool { return r.after(time.Time{}, "/v1/items")+r.after(time.Time{}, "/v1/status") >= 2 }) {
+		t.FailNow()
+	}
 	time.Sleep(200 * time.Millisecond) // the others queue for the slots
 
 	reach := r.operatorPause(t, 2*time.Minute, "slots incident")
@@ -262,11 +277,7 @@ func TestPauseStopsSlotWaiters(t *testing.T) {
 	if reach.Listening < 2 || reach.Applied != reach.Listening {
 		t.Errorf("pause reached %+v; want both processes with requests waiting for slots listening, each applying it", reach)
 	}
-	await(t, 1500*time.Millisecond, "every waiting request refused, before the slots in flight end", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return len(r.errs) >= 10
-	})
+	await(t, 1500*time.Millisecond, "every waiting request refused, before the slots in flight end", func() bool { return r.stopped() >= 10 })
 	close(release)
 	time.Sleep(2 * time.Second)
 	if n := r.after(paused.Add(time.Second), "/v1/items") + r.after(paused.Add(time.Second), "/v1/status"); n != 0 {
@@ -279,5 +290,46 @@ func TestPauseStopsSlotWaiters(t *testing.T) {
 		if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByOperator || qe.Reason != "slots incident" {
 			t.Errorf("a request waiting for a slot ended with %v; want refused for the operator's pause", err)
 		}
+	}
+}
+
+// TestDeafWaiterReadsThePauseBeforeSending: a process that cannot listen
+// (its Redis user may not subscribe) has requests waiting when an
+// operator pauses the scope. When their turns come, each reads the pause
+// in Redis before it is sent: none is, and each is refused with the
+// operator's reason.
+func TestDeafWaiterReadsThePauseBeforeSending(t *testing.T) {
+	s := redistest.Start(t)
+	s.SetUser(t, "deaf", "on", ">deaf-password", "~*", "+@all", "resetchannels")
+	r := &killRig{redis: s, up: newUpstream(t)}
+	r.trs = append(r.trs, newTransport(t, tollgate.Config{
+		Transit: -1, Limiter: limiterOn(t, s.UserClient(t, "deaf", "deaf-password")), Costs: table(t), Buckets: buckets(20, 2*time.Second),
+		Policy: tollgate.Policies(tollgate.Policy{MaxWait: 30 * time.Second}, nil),
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.work(t, ctx, 6, "/v1/items")
+	if !await(t, 10*time.Second, "holds waiting in Redis", func() bool { return r.held(t) >= 4 }) {
+		t.FailNow()
+	}
+	reach := r.operatorPause(t, 2*time.Minute, "deaf incident")
+	paused := time.Now()
+	if reach.Listening != 0 {
+		t.Fatalf("pause reached %+v; the process may not subscribe, so want none listening", reach)
+	}
+	await(t, 4*time.Second, "every worker stopped", func() bool { return r.stopped() == 6 })
+	cancel()
+	r.wg.Wait()
+	if n := r.after(paused.Add(100*time.Millisecond), "/v1/items"); n != 0 {
+		t.Errorf("%d requests arrived upstream after the pause, want none", n)
+	}
+	for _, err := range r.errs {
+		var qe *tollgate.QuotaError
+		if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByOperator || qe.Reason != "deaf incident" {
+			t.Errorf("a worker stopped with %v; want refused for the operator's pause", err)
+		}
+	}
+	if h := r.held(t); h != 0 {
+		t.Errorf("%d units held during the pause, want 0", h)
 	}
 }
