@@ -278,16 +278,15 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome
 			return o, refused(err)
 		}
 		slots, waited, err := t.waitSlots(ctx, wctx, d, c, maxWait())
-		var pw *pausedWait
 		if err == nil && waited != nil && !t.hasCharges(c) {
-			if pw = t.pauseAfterWait(ctx, c, *waited); pw != nil {
+			if pw := t.pauseAfterWait(ctx, c, *waited); pw != nil {
 				t.releaseSlots(ctx, slots)
 				err = pw
 			}
 		}
 		if err != nil {
 			t.releaseSlots(ctx, gates)
-			if errors.As(err, &pw) {
+			if pw := pausedBy(err); pw != nil {
 				if paused == maxPauses {
 					return o, pw.refusal(c)
 				}
@@ -309,7 +308,7 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome
 		if err != nil {
 			t.releaseSlots(ctx, append(slots, gates...))
 			o.slots, o.gates = nil, nil
-			if errors.As(err, &pw) {
+			if pw := pausedBy(err); pw != nil {
 				// A pause reached the hold: it was given back, and the
 				// request decides again, as one arriving now would.
 				if paused < maxPauses {
@@ -372,9 +371,11 @@ func (t *Transport) hasCharges(c *call) bool {
 // pauseAfterWait); a pause that reached it is returned as its error.
 func (t *Transport) waitSlots(ctx, wctx context.Context, d *decider, c *call, maxWait time.Duration) (slots []*quota.Slot, waited *uint64, err error) {
 	slots, err = t.takeSlots(wctx, d, c, c.scope, 0)
-	var qe *QuotaError
-	if !errors.As(err, &qe) || qe.Cause != CapFull {
-		return slots, nil, err
+	if err == nil {
+		return slots, nil, nil
+	}
+	if qe, ok := err.(*QuotaError); !ok || qe.Cause != CapFull {
+		return nil, nil, err
 	}
 	heard := t.listening.heard()
 	sctx, stop := context.WithCancelCause(wctx)
@@ -392,6 +393,12 @@ func (t *Transport) waitSlots(ctx, wctx context.Context, d *decider, c *call, ma
 		return nil, nil, pw
 	}
 	return slots, &heard, err
+}
+
+// pausedBy returns the pause that ended a wait with err, or nil.
+func pausedBy(err error) *pausedWait {
+	pw, _ := err.(*pausedWait)
+	return pw
 }
 
 // bucketsOf returns the buckets the call charges.
@@ -469,13 +476,12 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 	}
 	if err != nil {
 		o.res = nil // the hold was given back
-		var pw *pausedWait
-		switch {
+		switch pw := pausedBy(context.Cause(hctx)); {
 		case errors.Is(context.Cause(hctx), errRedecide):
 			err = errRedecide
-		case errors.As(context.Cause(hctx), &pw):
+		case pw != nil:
 			err = pw
-		case errors.As(err, &pw):
+		case pausedBy(err) != nil:
 		case ctx.Err() == nil:
 			err = &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: time.Until(deadline), Cause: noRoom(d)}
 		}
