@@ -380,15 +380,18 @@ func (t *Transport) waitSlots(ctx, wctx context.Context, d *decider, c *call, ma
 	heard := t.listening.heard()
 	sctx, stop := context.WithCancelCause(wctx)
 	defer stop(nil)
+	var w *waiter
 	if !d.local {
-		w := &waiter{scope: c.scope, buckets: bucketsOf(c), stop: stop}
+		w = &waiter{scope: c.scope, buckets: bucketsOf(c), stop: stop}
 		t.waiters.add(w)
-		defer t.waiters.remove(w)
 		t.listen(ctx)
 		defer t.unlisten()
 	}
 	slots, err = t.takeSlots(sctx, d, c, c.scope, maxWait)
-	if pw, ok := context.Cause(sctx).(*pausedWait); ok {
+	if w != nil && !t.waiters.remove(w) {
+		<-sctx.Done() // a pause took the waiter, and is about to stop it
+	}
+	if pw := pausedBy(context.Cause(sctx)); pw != nil {
 		t.releaseSlots(ctx, slots)
 		return nil, nil, pw
 	}
@@ -449,14 +452,14 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 		t.waiting(ctx, c, r)
 	}
 	hctx := wctx
+	var w *waiter // registered for pauses to reach
 	if waits {
 		var stop context.CancelCauseFunc
 		hctx, stop = context.WithCancelCause(wctx)
 		defer stop(nil)
 		if !d.local { // while Redis is down, nobody can tell a pause
-			w := &waiter{scope: c.scope, buckets: bucketsOf(c), hold: r, stop: stop}
+			w = &waiter{scope: c.scope, buckets: bucketsOf(c), hold: r, stop: stop}
 			t.waiters.add(w)
-			defer t.waiters.remove(w)
 			t.listen(ctx)
 			defer t.unlisten()
 		}
@@ -466,6 +469,12 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 		}
 	}
 	err = r.Wait(hctx)
+	if w != nil && !t.waiters.remove(w) {
+		// A pause took the waiter as its turn came: its hold is being
+		// given back, and it is about to be stopped.
+		<-hctx.Done()
+		err = context.Cause(hctx)
+	}
 	if err == nil && waits && !d.local {
 		if pw := t.pauseAfterWait(ctx, c, heard); pw != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

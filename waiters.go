@@ -44,10 +44,14 @@ func (ws *waiters) add(w *waiter) {
 	ws.m[w] = struct{}{}
 }
 
-func (ws *waiters) remove(w *waiter) {
+// remove forgets w, and reports whether it was there: false when a pause
+// took it (take), and is about to stop it.
+func (ws *waiters) remove(w *waiter) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	_, ok := ws.m[w]
 	delete(ws.m, w)
+	return ok
 }
 
 // take forgets and returns the waiters a notice concerns, with the bucket
