@@ -108,7 +108,8 @@ type Config struct {
 	// Admitted whether its turn came, and Err, when it did not, why
 	// (a *QuotaError when MaxWait passed, the context's error when the
 	// caller gave up). A request decided again, because an announcement
-	// changed its bucket's limit while it waited, may wait more than once.
+	// changed its bucket's limit or a pause reached it while it waited,
+	// may wait more than once.
 	OnWaitEnd DecisionHook
 
 	// OnSettle, when set, is called when a response tells a request's true
