@@ -314,12 +314,13 @@ func (t *Transport) reconcileOne(ctx context.Context, d *decider, r *quota.Reser
 		}
 	}
 	if q.Remaining == 0 && q.Reset.After(now) {
-		if qe, known := t.exhausted.check(scope, bucketEndpoint(bucket), now); !known || !qe.Upstream || qe.RetryAfter < q.Reset.Sub(now) {
+		if qe, known := t.exhausted.check(scope, bucketEndpoint(bucket), now); !known || qe.Cause != PausedByUpstream || qe.RetryAfter < q.Reset.Sub(now) {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_, err := d.lim.PauseBecause(pctx, scope, bucket, q.Reset.Sub(now), "the upstream announced none left until its reset")
+			const reason = "the upstream announced none left until its reset"
+			_, err := d.lim.PauseUpstream(pctx, scope, bucket, q.Reset.Sub(now), reason)
 			cancel()
 			if err == nil {
-				t.exhausted.note(scope, bucket, 0, true, q.Reset, now)
+				t.exhausted.note(scope, bucket, 0, PausedByUpstream, reason, q.Reset, now)
 				rec.Paused = true
 			}
 		}

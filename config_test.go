@@ -153,7 +153,7 @@ func TestUsageRecordAndPauseReachTheTransportsKeys(t *testing.T) {
 	}
 	_, err = get(t, tr, up.URL+"/v1/items")
 	var qe *tollgate.QuotaError
-	if !errors.As(err, &qe) || !qe.Upstream || qe.RetryAfter < 59*time.Second {
+	if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.RetryAfter < 59*time.Second {
 		t.Errorf("a list call after Pause: %v, want refused for about a minute", err)
 	}
 	if up.count() != 1 {

@@ -99,7 +99,7 @@ func (t *Transport) admitFree(c *call) (outcome, error) {
 	if c.endpoint.Continues {
 		return o, nil
 	}
-	if qe, ok := t.exhausted.check(c.scope, c.endpoint, t.now()); ok && qe.Upstream {
+	if qe, ok := t.exhausted.check(c.scope, c.endpoint, t.now()); ok && qe.Cause.Paused() {
 		o.cached = true
 		return o, qe
 	}
@@ -192,9 +192,9 @@ func (t *Transport) admitNow(ctx context.Context, d *decider, c *call, scope str
 	}
 	if !r.OK() {
 		t.releaseSlots(ctx, append(slots, gates...))
-		qe := refusal(c, scope, r)
-		if !d.local && !c.background && (qe.Bucket != "" || qe.Upstream) && qe.RetryAfter > 0 {
-			t.exhausted.noteSince(epoch, scope, qe.Bucket, qe.Units, qe.Upstream, t.now().Add(qe.RetryAfter), t.now())
+		qe := t.refusal(ctx, d, c, scope, r)
+		if !d.local && !c.background && (qe.Bucket != "" || qe.Cause.Paused()) && qe.RetryAfter > 0 {
+			t.exhausted.noteSince(epoch, scope, qe.Bucket, qe.Units, qe.Cause, qe.Reason, t.now().Add(qe.RetryAfter), t.now())
 		}
 		return o, qe
 	}
@@ -214,7 +214,7 @@ func (t *Transport) gates(ctx context.Context, d *decider, c *call, scope string
 		if err != nil {
 			t.releaseSlots(ctx, gates)
 			if errors.Is(err, quota.ErrRefused) {
-				return nil, &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Bucket: ch.Bucket}
+				return nil, &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Bucket: ch.Bucket, Cause: CapFull}
 			}
 			return nil, limiterError(d, c, scope, err)
 		}
@@ -270,18 +270,34 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome
 	}
 	refused := func(err error) error {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope}
+			return &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Cause: CapFull}
 		}
 		return err
 	}
-	for redecided := 0; ; redecided++ {
+	for redecided, paused := 0, 0; ; {
 		gates, err := t.gates(ctx, d, c, c.scope, maxWait())
 		if err != nil {
 			return o, refused(err)
 		}
-		slots, err := t.takeSlots(ctx, d, c, c.scope, maxWait())
+		slots, waited, err := t.waitSlots(ctx, wctx, d, c, maxWait())
+		if err == nil && waited != nil && !t.hasCharges(c) {
+			if pw := t.pauseAfterWait(ctx, c, *waited); pw != nil {
+				t.releaseSlots(ctx, slots)
+				err = pw
+			}
+		}
 		if err != nil {
 			t.releaseSlots(ctx, gates)
+			if pw := pausedBy(err); pw != nil {
+				if paused == maxPauses {
+					return o, pw.refusal(c)
+				}
+				if err := t.sitOut(wctx, c, pw); err != nil {
+					return o, err
+				}
+				paused++
+				continue
+			}
 			return o, refused(err)
 		}
 		o.slots, o.gates = slots, gates
@@ -294,17 +310,31 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome
 		if err != nil {
 			t.releaseSlots(ctx, append(slots, gates...))
 			o.slots, o.gates = nil, nil
+			if pw := pausedBy(err); pw != nil {
+				// A pause reached the hold: it was given back, and the
+				// request decides again, as one arriving now would.
+				if paused < maxPauses {
+					if err := t.sitOut(wctx, c, pw); err != nil {
+						return o, err
+					}
+					paused++
+					continue
+				}
+				err = pw.refusal(c)
+			}
 			if errors.Is(err, errRedecide) && redecided < maxRedecisions {
+				redecided++
 				continue
 			}
 			if errors.Is(err, errRedecide) {
-				err = &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units()}
+				err = &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), Cause: noRoom(d)}
 			}
 			return o, err
 		}
 		if redecided == maxRedecisions || !t.outdated(c, learned) {
 			return o, nil
 		}
+		redecided++
 		// An announcement changed the bucket's limit or window while the
 		// hold waited: decide again, under what it said.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -316,8 +346,74 @@ func (t *Transport) waitTurn(ctx context.Context, d *decider, c *call, o outcome
 }
 
 // maxRedecisions bounds how often a waiting request is decided again
-// because announcements kept changing its buckets' limits.
-const maxRedecisions = 4
+// because announcements kept changing its buckets' limits; maxPauses, how
+// often because pauses reached it.
+const (
+	maxRedecisions = 4
+	maxPauses      = 8
+)
+
+// noRoom is the cause of a refusal by d's count.
+func noRoom(d *decider) Cause {
+	if d.local {
+		return RedisDown
+	}
+	return NoRoom
+}
+
+// hasCharges reports whether the call spends units (a free request, held
+// by its slots alone, does not).
+func (t *Transport) hasCharges(c *call) bool {
+	return !c.endpoint.Free && len(c.endpoint.Charges) > 0
+}
+
+// waitSlots takes the call's slots, now if they are free; otherwise it
+// waits for them, where pauses reach it (waiters.go), up to maxWait. When
+// it waited, waited holds what the Transport heard before (for
+// pauseAfterWait); a pause that reached it is returned as its error.
+func (t *Transport) waitSlots(ctx, wctx context.Context, d *decider, c *call, maxWait time.Duration) (slots []*quota.Slot, waited *uint64, err error) {
+	slots, err = t.takeSlots(ctx, d, c, c.scope, 0) // on ctx: the round trip is not the wait
+	if err == nil {
+		return slots, nil, nil
+	}
+	if qe, ok := err.(*QuotaError); !ok || qe.Cause != CapFull {
+		return nil, nil, err
+	}
+	heard := t.listening.heard()
+	sctx, stop := context.WithCancelCause(wctx)
+	defer stop(nil)
+	var w *waiter
+	if !d.local {
+		w = &waiter{scope: c.scope, buckets: bucketsOf(c), stop: stop}
+		t.waiters.add(w)
+		t.listen(ctx)
+		defer t.unlisten()
+	}
+	slots, err = t.takeSlots(sctx, d, c, c.scope, maxWait)
+	if w != nil && !t.waiters.remove(w) {
+		<-sctx.Done() // a pause took the waiter, and is about to stop it
+	}
+	if pw := pausedBy(context.Cause(sctx)); pw != nil {
+		t.releaseSlots(ctx, slots)
+		return nil, nil, pw
+	}
+	return slots, &heard, err
+}
+
+// pausedBy returns the pause that ended a wait with err, or nil.
+func pausedBy(err error) *pausedWait {
+	pw, _ := err.(*pausedWait)
+	return pw
+}
+
+// bucketsOf returns the buckets the call charges.
+func bucketsOf(c *call) []string {
+	out := make([]string, len(c.endpoint.Charges))
+	for i, ch := range c.endpoint.Charges {
+		out[i] = ch.Bucket
+	}
+	return out
+}
 
 // waitUnits takes a hold for the request's units and sleeps until it is
 // due, within wctx's deadline.
@@ -327,13 +423,14 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 	if bounded {
 		maxWait = max(time.Until(deadline), 0)
 	}
+	heard := t.listening.heard()
 	// On ctx: MaxWait bounds the wait for a turn, not the decision's round trip.
 	r, err := d.lim.Reserve(ctx, c.scope, maxWait, charges...)
 	if err != nil {
 		return o, limiterError(d, c, c.scope, err)
 	}
 	if !r.OK() {
-		return o, refusal(c, c.scope, r)
+		return o, t.refusal(ctx, d, c, c.scope, r)
 	}
 	o.res, o.at = r, time.Now().Add(r.Delay())
 	if bounded && o.at.After(deadline) && (r.Delay() > 0 || ctx.Err() != nil) {
@@ -346,7 +443,7 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 		if err := ctx.Err(); err != nil {
 			return o, err
 		}
-		return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: r.Delay()}
+		return o, &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: r.Delay(), Cause: noRoom(d)}
 	}
 	waits := r.Delay() > 0
 	start := t.now()
@@ -354,21 +451,47 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 		t.waiting(ctx, c, r)
 	}
 	hctx := wctx
-	if keys := t.announcedKeys(c); len(keys) > 0 && waits {
+	var w *waiter // registered for pauses to reach
+	if waits {
 		var stop context.CancelCauseFunc
 		hctx, stop = context.WithCancelCause(wctx)
 		defer stop(nil)
-		t.holds.add(keys, r, stop)
-		defer t.holds.remove(keys, r)
+		if !d.local { // while Redis is down, nobody can tell a pause
+			w = &waiter{scope: c.scope, buckets: bucketsOf(c), hold: r, stop: stop}
+			t.waiters.add(w)
+			t.listen(ctx)
+			defer t.unlisten()
+		}
+		if keys := t.announcedKeys(c); len(keys) > 0 {
+			t.holds.add(keys, r, stop)
+			defer t.holds.remove(keys, r)
+		}
 	}
 	err = r.Wait(hctx)
+	if w != nil && !t.waiters.remove(w) {
+		// A pause took the waiter as its turn came: its hold is being
+		// given back, and it is about to be stopped.
+		<-hctx.Done()
+		err = context.Cause(hctx)
+	}
+	if err == nil && waits && !d.local {
+		if pw := t.pauseAfterWait(ctx, c, heard); pw != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = r.Cancel(cctx)
+			cancel()
+			err = pw
+		}
+	}
 	if err != nil {
-		o.res = nil // Wait gave the hold back
-		switch {
+		o.res = nil // the hold was given back
+		switch pw := pausedBy(context.Cause(hctx)); {
 		case errors.Is(context.Cause(hctx), errRedecide):
 			err = errRedecide
+		case pw != nil:
+			err = pw
+		case pausedBy(err) != nil:
 		case ctx.Err() == nil:
-			err = &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: time.Until(deadline)}
+			err = &QuotaError{Endpoint: c.endpoint.Name, Scope: c.scope, Units: c.endpoint.Units(), RetryAfter: time.Until(deadline), Cause: noRoom(d)}
 		}
 	}
 	if waits {
@@ -383,7 +506,7 @@ func (t *Transport) waitUnits(ctx, wctx context.Context, d *decider, c *call, ch
 // or, on the local limiter whose limits are a share, a refusal.
 func limiterError(d *decider, c *call, scope string, err error) error {
 	if errors.Is(err, quota.ErrCostExceedsLimit) && d.local {
-		return &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Units: c.endpoint.Units()}
+		return &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Units: c.endpoint.Units(), Cause: RedisDown}
 	}
 	if errors.Is(err, quota.ErrRedis) || errors.Is(err, quota.ErrFormat) {
 		return err
@@ -392,12 +515,20 @@ func limiterError(d *decider, c *call, scope string, err error) error {
 }
 
 // refusal builds the *QuotaError for a reservation that was not admitted.
-func refusal(c *call, scope string, r *quota.Reservation) *QuotaError {
-	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Units: c.endpoint.Units(), RetryAfter: r.RetryAfter()}
+// A pause's refusal reads whose pause it is, and why (one round trip, on
+// refusals by a pause only); one that cannot be read is an operator's.
+func (t *Transport) refusal(ctx context.Context, d *decider, c *call, scope string, r *quota.Reservation) *QuotaError {
+	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Units: c.endpoint.Units(), RetryAfter: r.RetryAfter(), Cause: noRoom(d)}
 	if con, ok := r.Constraint(); ok {
-		qe.Bucket, qe.Upstream = con.Bucket, con.Paused
+		qe.Bucket = con.Bucket
 		if con.Bucket != "" {
 			qe.Units = unitsOf(c.endpoint, con.Bucket)
+		}
+		if con.Paused {
+			qe.Cause = PausedByOperator
+			if p, err := d.lim.PauseOf(ctx, scope, con.Bucket); err == nil && !p.Until.IsZero() {
+				qe.Cause, qe.Reason = pauseCause(p), p.Reason
+			}
 		}
 	}
 	return qe

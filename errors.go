@@ -41,23 +41,90 @@ type QuotaError struct {
 	// RetryAfter is how long until the units fit, e.g. 41s; zero when not
 	// known (units no local share can ever hold).
 	RetryAfter time.Duration
-	// Upstream reports that the upstream itself said its quota is spent
-	// (e.g. YouTube's 403 quotaExceeded, or a 429): every worker sharing the
-	// Redis now holds off until RetryAfter.
-	Upstream bool
+	// Cause says why there was no room: tollgate's count (NoRoom), a
+	// pause an upstream's answer set (PausedByUpstream: every worker
+	// sharing the Redis holds off until RetryAfter), an operator's pause
+	// (PausedByOperator), a cap on requests in flight (CapFull), or the
+	// FailLocal share while Redis is down (RedisDown).
+	Cause Cause
+	// Reason is, for a pause, why it was set, e.g. "deploy rollback" or
+	// "the upstream answered 429 to search.list"; empty otherwise, or when
+	// the pause's writer said nothing.
+	Reason string
 }
 
-func (e *QuotaError) Error() string {
-	who := "tollgate"
-	if e.Upstream {
-		who = "the upstream"
+// A Cause says why a request found no room (QuotaError.Cause).
+type Cause int
+
+// The causes of a *QuotaError.
+const (
+	// NoRoom: tollgate's shared count has no room for the units before
+	// RetryAfter (or before MaxWait, for a request that would wait).
+	NoRoom Cause = iota
+	// PausedByUpstream: the upstream said its quota is spent (a 429 with
+	// Retry-After, YouTube's quotaExceeded, an announced quota at zero),
+	// and every worker pauses until RetryAfter.
+	PausedByUpstream
+	// PausedByOperator: an operator paused the scope or bucket (tollgate
+	// pause, quota.Limiter.PauseBecause).
+	PausedByOperator
+	// CapFull: the bucket's cap on requests in flight had no slot in time.
+	CapFull
+	// RedisDown: Redis could not be reached, and the FailLocal share this
+	// process holds meanwhile had no room.
+	RedisDown
+)
+
+// String returns the cause in words, e.g. "an operator's pause".
+func (c Cause) String() string {
+	switch c {
+	case NoRoom:
+		return "no room"
+	case PausedByUpstream:
+		return "the upstream's pause"
+	case PausedByOperator:
+		return "an operator's pause"
+	case CapFull:
+		return "a cap on requests in flight"
+	case RedisDown:
+		return "Redis down, the local share spent"
 	}
+	return "Cause(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Paused reports whether the cause is a pause, an upstream's or an
+// operator's.
+func (c Cause) Paused() bool { return c == PausedByUpstream || c == PausedByOperator }
+
+func (e *QuotaError) Error() string {
 	bucket := ""
 	if e.Bucket != "" {
 		bucket = fmt.Sprintf(" bucket %q", e.Bucket)
 	}
-	return fmt.Sprintf("tollgate: quota exhausted (by %s): endpoint %q scope %q%s units %d; retry after %v",
-		who, e.Endpoint, e.Scope, bucket, e.Units, e.RetryAfter)
+	why := e.Cause.String()
+	if e.Reason != "" {
+		why += ": " + e.Reason
+	}
+	retry := "retry after " + readable(e.RetryAfter)
+	if e.RetryAfter <= 0 {
+		retry = "retry time unknown"
+	}
+	return fmt.Sprintf("tollgate: quota exhausted (%s): endpoint %q scope %q%s units %d; %s",
+		why, e.Endpoint, e.Scope, bucket, e.Units, retry)
+}
+
+// readable rounds d to what a person reads: whole seconds from 10s up,
+// tenths of a second below (e.g. 24h0m0s, 41s, 2.3s), and milliseconds
+// below a tenth.
+func readable(d time.Duration) string {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(time.Second).String()
+	case d >= 100*time.Millisecond:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Millisecond).String()
+	}
 }
 
 // Is reports whether target is ErrQuotaExhausted.

@@ -329,12 +329,12 @@ func ExampleUpstreamFunc() {
 		_, err := tr.RoundTrip(req)
 		var qe *tollgate.QuotaError
 		if errors.As(err, &qe) {
-			fmt.Printf("upstream said spent: %v, retry in %v\n", qe.Upstream, qe.RetryAfter.Round(time.Second))
+			fmt.Printf("%v, retry in %v\n", qe.Cause, qe.RetryAfter.Round(time.Second))
 		}
 	}
 	// Output:
-	// upstream said spent: true, retry in 30s
-	// upstream said spent: true, retry in 30s
+	// the upstream's pause, retry in 30s
+	// the upstream's pause, retry in 30s
 }
 
 // A decision hook sees every request's decision: for metrics, or to tell

@@ -31,22 +31,23 @@ type exhaustedKey struct{ scope, bucket string } // bucket "" for the whole scop
 type exhaustedUntil struct {
 	until  time.Time
 	units  int64 // the fewest units refused; 0 for any (a pause)
-	paused bool
+	cause  Cause
+	reason string // a pause's
 }
 
 // maxExhausted bounds the cache; past it, entries that have ended go.
 const maxExhausted = 1 << 14
 
 // note remembers, at now, a refusal of units of bucket in scope until
-// until.
-func (e *exhausted) note(scope, bucket string, units int64, paused bool, until, now time.Time) {
-	e.remember(nil, scope, bucket, units, paused, until, now)
+// until, for cause (a pause's with its reason).
+func (e *exhausted) note(scope, bucket string, units int64, cause Cause, reason string, until, now time.Time) {
+	e.remember(nil, scope, bucket, units, cause, reason, until, now)
 }
 
 // noteSince notes a refusal Redis decided after mark returned epoch,
 // unless something was forgotten since: the refusal may predate a resume.
-func (e *exhausted) noteSince(epoch uint64, scope, bucket string, units int64, paused bool, until, now time.Time) {
-	e.remember(&epoch, scope, bucket, units, paused, until, now)
+func (e *exhausted) noteSince(epoch uint64, scope, bucket string, units int64, cause Cause, reason string, until, now time.Time) {
+	e.remember(&epoch, scope, bucket, units, cause, reason, until, now)
 }
 
 // mark returns the epoch to give noteSince.
@@ -56,8 +57,8 @@ func (e *exhausted) mark() uint64 {
 	return e.epoch
 }
 
-func (e *exhausted) remember(epoch *uint64, scope, bucket string, units int64, paused bool, until, now time.Time) {
-	if paused {
+func (e *exhausted) remember(epoch *uint64, scope, bucket string, units int64, cause Cause, reason string, until, now time.Time) {
+	if cause.Paused() {
 		units = 0
 	}
 	if e.noted != nil {
@@ -83,7 +84,7 @@ func (e *exhausted) remember(epoch *uint64, scope, bucket string, units int64, p
 	if ok && old.until.After(until) && old.units <= units {
 		return // what is known already says more
 	}
-	e.m[k] = exhaustedUntil{until: until, units: units, paused: paused}
+	e.m[k] = exhaustedUntil{until: until, units: units, cause: cause, reason: reason}
 }
 
 // check returns a refusal for the endpoint's charges in scope, when one is
@@ -95,12 +96,12 @@ func (e *exhausted) check(scope string, ep costs.Endpoint, now time.Time) (*Quot
 		return nil, false
 	}
 	if v, ok := e.m[exhaustedKey{scope, ""}]; ok && v.until.After(now) {
-		return &QuotaError{Endpoint: ep.Name, Scope: scope, Units: ep.Units(), RetryAfter: v.until.Sub(now), Upstream: v.paused}, true
+		return &QuotaError{Endpoint: ep.Name, Scope: scope, Units: ep.Units(), RetryAfter: v.until.Sub(now), Cause: v.cause, Reason: v.reason}, true
 	}
 	for _, ch := range ep.Charges {
 		v, ok := e.m[exhaustedKey{scope, ch.Bucket}]
 		if ok && v.until.After(now) && ch.Units >= v.units {
-			return &QuotaError{Endpoint: ep.Name, Scope: scope, Bucket: ch.Bucket, Units: ch.Units, RetryAfter: v.until.Sub(now), Upstream: v.paused}, true
+			return &QuotaError{Endpoint: ep.Name, Scope: scope, Bucket: ch.Bucket, Units: ch.Units, RetryAfter: v.until.Sub(now), Cause: v.cause, Reason: v.reason}, true
 		}
 	}
 	return nil, false
@@ -136,7 +137,7 @@ func (e *exhausted) pauses(now time.Time) []exhaustedKey {
 	defer e.mu.RUnlock()
 	var out []exhaustedKey
 	for k, v := range e.m {
-		if v.paused && v.until.After(now) {
+		if v.cause.Paused() && v.until.After(now) {
 			out = append(out, k)
 		}
 	}

@@ -75,7 +75,7 @@ func TestFreeRequestsAskNothing(t *testing.T) {
 	up.reset()
 	_, err := get(t, tr, up.URL+"/v1/status")
 	var qe *tollgate.QuotaError
-	if !errors.As(err, &qe) || !qe.Upstream {
+	if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream {
 		t.Errorf("a free request while paused: %v, want a *QuotaError from the pause", err)
 	}
 	if _, err := send(t, tr, ctx, "PUT", up.URL+"/v1/upload/s1", newBody("chunk")); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -14,11 +15,13 @@ import (
 // a lease, or that the known-exhausted cache refuses, asks Redis nothing,
 // so a pause set there (by cmd/tollgate pause, another process's
 // Transport.Pause or an upstream's 429) would reach it only when the lease
-// ends, and a resume would not clear the cache before the pause's end. So
-// while the Transport holds a lease or remembers a refusal, it listens to
-// what the others tell (quota.Limiter.Listen): a pause ends the leases it
-// concerns and is remembered as a refusal; a resume forgets the refusals
-// it concerns; and each notice is acknowledged once applied, so that the
+// ends, and a resume would not clear the cache before the pause's end; a
+// request waiting for its turn was decided before the pause. So while the
+// Transport holds a lease, remembers a refusal or has requests waiting, it
+// listens to what the others tell (quota.Limiter.Listen): a pause ends the
+// leases it concerns, is remembered as a refusal, and stops the waits it
+// concerns (waiters.go); a resume forgets the refusals it concerns; and
+// each notice is acknowledged once applied, so that the
 // operator's command returns only when every process has stopped (or may
 // go on). The rest of the time nothing listens: a request that asks Redis
 // finds the pause there.
@@ -36,7 +39,39 @@ type listening struct {
 	closed  bool
 	stopped chan struct{} // closed to end the loop
 	loops   sync.WaitGroup
+
+	// state is a generation, shifted left, with its lowest bit set while
+	// the subscription is live: a new subscription, its loss, and each
+	// pause applied start a new generation (see heard).
+	state atomic.Uint64
 }
+
+// heard returns the generation of what the Transport hears, or 0 while it
+// does not listen: a request that waited sees the same value after its
+// wait only if every pause told meanwhile would have reached it.
+func (l *listening) heard() uint64 {
+	if v := l.state.Load(); v&1 == 1 {
+		return v
+	}
+	return 0
+}
+
+// next starts a new generation, live or not.
+func (l *listening) next(live bool) {
+	for {
+		old := l.state.Load()
+		v := ((old >> 1) + 1) << 1
+		if live {
+			v |= 1
+		}
+		if l.state.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// nextIfLive starts a new generation, as live as the last.
+func (l *listening) nextIfLive() { l.next(l.state.Load()&1 == 1) }
 
 // listenCheck is how often the loop looks whether it is still needed;
 // listenRetry how long the Transport waits to try again after it could
@@ -129,6 +164,7 @@ func (t *Transport) subscribe(ctx context.Context) {
 		return
 	}
 	l.ln, l.stopped = ln, make(chan struct{})
+	l.next(true)
 	l.loops.Add(1)
 	go t.hear(ln, l.stopped)
 }
@@ -148,12 +184,14 @@ func (t *Transport) hear(ln *quota.Listener, stopped <-chan struct{}) {
 				l.mu.Lock()
 				if l.ln == ln {
 					l.ln = nil
+					l.next(false)
 				}
 				l.mu.Unlock()
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			if n.Subscribed {
+				l.next(true) // notices told meanwhile were missed
 				t.checkPauses(ctx)
 			} else {
 				t.applyNotice(ctx, n)
@@ -170,6 +208,7 @@ func (t *Transport) hear(ln *quota.Listener, stopped <-chan struct{}) {
 			l.mu.Lock()
 			if !needed && l.users == 0 && l.wanted == wanted {
 				l.ln = nil
+				l.next(false)
 				l.mu.Unlock()
 				return
 			}
@@ -188,14 +227,19 @@ func (t *Transport) applyNotice(ctx context.Context, n quota.Notice) {
 		t.exhausted.forget(func(scope, bucket string) bool { return n.Concerns(scope, bucket) })
 		return
 	}
+	t.listening.nextIfLive() // a request that waited through it reads Redis, unless stopped here
 	now := t.now()
 	until := now.Add(n.Left)
+	reads := &pauseReads{t: t, n: n, now: now}
+	t.stopWaiters(ctx, reads)
 	for _, k := range t.described.known() {
 		switch {
 		case n.Concerns(k.scope, ""):
-			t.exhausted.note(k.scope, "", 0, true, until, now)
+			pw := reads.of(ctx, k.scope, "")
+			t.exhausted.note(k.scope, "", 0, pw.cause, pw.reason, until, now)
 		case n.Concerns(k.scope, k.bucket):
-			t.exhausted.note(k.scope, k.bucket, 0, true, until, now)
+			pw := reads.of(ctx, k.scope, k.bucket)
+			t.exhausted.note(k.scope, k.bucket, 0, pw.cause, pw.reason, until, now)
 		}
 	}
 	t.leases.end(ctx, func(k leaseKey) bool { return n.Concerns(k.scope, k.bucket) })
@@ -228,6 +272,7 @@ func (t *Transport) deafen() {
 	if l.ln != nil {
 		close(l.stopped)
 		l.ln = nil
+		l.next(false)
 	}
 }
 
@@ -239,6 +284,7 @@ func (t *Transport) stopListening() {
 	if l.ln != nil {
 		close(l.stopped)
 		l.ln = nil
+		l.next(false)
 	}
 	l.mu.Unlock()
 	l.loops.Wait()

@@ -36,7 +36,7 @@ func TestResumeReachesRememberedRefusals(t *testing.T) {
 	for i := range 2 {
 		_, err := get(t, tr, up.URL+"/v1/items")
 		var qe *tollgate.QuotaError
-		if !errors.As(err, &qe) || !qe.Upstream {
+		if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByOperator || qe.Reason != "maintenance" {
 			t.Fatalf("request %d during the pause: %v, want a QuotaError of a pause", i, err)
 		}
 	}

@@ -101,7 +101,7 @@ func TestErrorPolicyReturnsQuotaError(t *testing.T) {
 	if !errors.As(err, &qe) || !errors.Is(err, tollgate.ErrQuotaExhausted) {
 		t.Fatalf("RoundTrip = %v, want a *QuotaError", err)
 	}
-	if qe.Endpoint != "search.list" || qe.Scope != "project-a" || qe.Bucket != "pool" || qe.Units != 100 || qe.Upstream {
+	if qe.Endpoint != "search.list" || qe.Scope != "project-a" || qe.Bucket != "pool" || qe.Units != 100 || qe.Cause != tollgate.NoRoom {
 		t.Errorf("QuotaError = %+v, want search.list in project-a, bucket pool, cost 100, not upstream", qe)
 	}
 	// The 100 units of the fill leave a minute after it.

@@ -25,7 +25,7 @@ func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Res
 	resp.Body.Close()
 	t.releaseSlots(ctx, o.slots)
 
-	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: o.scope(c), Units: c.endpoint.Units(), RetryAfter: v.Pause, Upstream: true}
+	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: o.scope(c), Units: c.endpoint.Units(), RetryAfter: v.Pause, Cause: PausedByUpstream}
 	buckets := v.Buckets
 	if len(buckets) == 0 {
 		buckets = []string{""}
@@ -33,20 +33,20 @@ func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Res
 		qe.Bucket = buckets[0]
 		qe.Units = unitsOf(c.endpoint, buckets[0])
 	}
+	said := strconv.Itoa(resp.StatusCode)
+	if v.Reason != "" {
+		said += " " + v.Reason
+	}
+	qe.Reason = pauseReason("the upstream answered " + said + " to " + c.endpoint.Name)
 	now := t.now()
 	for _, b := range buckets {
-		t.exhausted.note(qe.Scope, b, 0, true, now.Add(v.Pause), now)
+		t.exhausted.note(qe.Scope, b, 0, PausedByUpstream, qe.Reason, now.Add(v.Pause), now)
 	}
 	if o.by != nil && v.Pause > 0 {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		said := strconv.Itoa(resp.StatusCode)
-		if v.Reason != "" {
-			said += " " + v.Reason
-		}
-		reason := pauseReason("the upstream answered " + said + " to " + c.endpoint.Name)
 		for _, b := range buckets {
-			if _, err := o.by.lim.PauseBecause(pctx, qe.Scope, b, v.Pause, reason); err != nil {
+			if _, err := o.by.lim.PauseUpstream(pctx, qe.Scope, b, v.Pause, qe.Reason); err != nil {
 				t.log(ctx, slog.LevelWarn, "tollgate: could not record the upstream's quota signal",
 					slog.String("scope", qe.Scope), slog.String("bucket", b), slog.Any("err", err))
 			}

@@ -244,7 +244,7 @@ func TestTransportUnderACL(t *testing.T) {
 		t.Errorf("a 429: %v, want a *QuotaError", err)
 	}
 	var qe *tollgate.QuotaError
-	if _, err := get(t, tr, up.URL+"/v1/items"); !errors.As(err, &qe) || !qe.Upstream {
+	if _, err := get(t, tr, up.URL+"/v1/items"); !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream {
 		t.Errorf("a call after the 429: %v, want refused for the upstream's pause", err)
 	}
 	if err := tr.Pause(ctx, "other", "", time.Minute); err != nil {

@@ -53,7 +53,7 @@ func (t *Transport) takeSlots(ctx context.Context, d *decider, c *call, scope st
 		if err != nil {
 			t.releaseSlots(ctx, slots)
 			if errors.Is(err, quota.ErrRefused) {
-				return nil, &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Bucket: b}
+				return nil, &QuotaError{Endpoint: c.endpoint.Name, Scope: scope, Bucket: b, Cause: CapFull}
 			}
 			return nil, limiterError(d, c, scope, err)
 		}

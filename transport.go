@@ -121,8 +121,9 @@ type Config struct {
 	// Admitted whether its turn came, and Err, when it did not, why
 	// (a *QuotaError when MaxWait passed, the context's error when the
 	// caller gave up). A request decided again, because an announcement
-	// changed its bucket's limit while it waited or because it reached
-	// Base later than Transit after its admission, may wait more than once.
+	// changed its bucket's limit or a pause reached it while it waited, or
+	// because it reached Base later than Transit after its admission, may
+	// wait more than once.
 	OnWaitEnd DecisionHook
 
 	// OnSettle, when set, is called when a response tells a request's true
@@ -171,6 +172,7 @@ type Transport struct {
 	announced map[string]string // bucket: the announced quota it follows
 	learn     learnedState      // what announcements taught, per scope bucket
 	holds     holdWaiters       // the requests waiting for holds on announced buckets
+	waiters   waiters           // the requests waiting for a hold's turn or a cap's slot, for pauses to reach
 
 	probe     probe     // whether Redis answers
 	ledger    ledger    // units spent while it did not
@@ -336,7 +338,8 @@ type call struct {
 // that the request reached Base later than Transit after each of five
 // admissions (a machine too loaded for its Transit). When the upstream
 // answers that its quota is spent, the Transport records that for every
-// worker, closes the response and returns a *QuotaError with Upstream set,
+// worker, closes the response and returns a *QuotaError whose Cause is
+// PausedByUpstream,
 // so that callers stop instead of retrying into the wall; every other
 // response is returned as it is.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {

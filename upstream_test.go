@@ -52,12 +52,12 @@ func TestUpstreamSpentStopsEveryProcess(t *testing.T) {
 
 	_, err := get(t, one, up.URL+"/v1/items")
 	var qe *tollgate.QuotaError
-	if !errors.As(err, &qe) || !qe.Upstream || qe.Bucket != "pool" || qe.RetryAfter != time.Hour {
+	if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.Bucket != "pool" || qe.RetryAfter != time.Hour {
 		t.Fatalf("first process: %v, want a *QuotaError from the upstream for bucket pool, 1h", err)
 	}
 	for _, tr := range []*tollgate.Transport{two, one} {
 		_, err = get(t, tr, up.URL+"/v1/items")
-		if !errors.As(err, &qe) || !qe.Upstream || qe.RetryAfter < 59*time.Minute {
+		if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.RetryAfter < 59*time.Minute {
 			t.Errorf("after the upstream's 403: %v, want a *QuotaError marked upstream, about 1h", err)
 		}
 	}
@@ -90,7 +90,7 @@ func TestTooManyRequestsPausesTheScope(t *testing.T) {
 	})
 	_, err := get(t, tr, up.URL+"/v1/items")
 	var qe *tollgate.QuotaError
-	if !errors.As(err, &qe) || !qe.Upstream || qe.RetryAfter != 30*time.Second || qe.Bucket != "" {
+	if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.RetryAfter != 30*time.Second || qe.Bucket != "" {
 		t.Fatalf("429: %v, want a *QuotaError from the upstream for the scope, 30s", err)
 	}
 	// Every bucket of the scope waits.

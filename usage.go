@@ -75,7 +75,9 @@ func (t *Transport) Record(ctx context.Context, scope, bucket string, units int6
 // Pause stops every process sharing the Redis from spending bucket in
 // scope, or the whole scope for bucket "", until d has passed, as when the
 // upstream says its quota is spent; a shorter pause never cuts a longer
-// one short. The processes spending from leases are told at once. This
+// one short. It counts as the upstream's pause (QuotaError.Cause is
+// PausedByUpstream): operators pause with cmd/tollgate or
+// quota.Limiter.PauseBecause. The processes listening are told at once. This
 // process also refuses at once, without asking Redis, the requests whose
 // policy fails fast.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
@@ -84,11 +86,12 @@ func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Dura
 			return fmt.Errorf("tollgate: bucket %q is not one the cost table charges", bucket)
 		}
 	}
-	if _, err := t.cfg.Limiter.PauseBecause(ctx, scope, bucket, d, ""); err != nil {
+	p, err := t.cfg.Limiter.PauseUpstream(ctx, scope, bucket, d, "")
+	if err != nil {
 		return err
 	}
 	now := t.now()
-	t.exhausted.note(scope, bucket, 0, true, now.Add(d), now)
+	t.exhausted.note(scope, bucket, 0, pauseCause(p), p.Reason, now.Add(d), now)
 	return nil
 }
 

@@ -29,6 +29,9 @@ type Paused struct {
 	// Reason is why, as the pause's writer said, e.g. "deploy rollback";
 	// empty when it said nothing.
 	Reason string
+	// Upstream reports a pause set for an upstream's answer (Pause,
+	// PauseUpstream), e.g. a 429; false for an operator's (PauseBecause).
+	Upstream bool
 }
 
 // PauseBecause pauses bucket in scope (the whole scope for bucket "") as
@@ -38,6 +41,20 @@ type Paused struct {
 // its own reason, stays, and is returned. A reason is plain text of at
 // most MaxReason bytes, and never a secret.
 func (l *Limiter) PauseBecause(ctx context.Context, scope, bucket string, d time.Duration, reason string) (Paused, error) {
+	return l.pauseFor(ctx, scope, bucket, d, reason, false)
+}
+
+// PauseUpstream pauses bucket in scope as PauseBecause does, for an
+// upstream's answer (a 429, YouTube's quotaExceeded): the pause's Upstream
+// is set, so that refusals during it say the upstream's pause, not an
+// operator's. The reason says what the upstream answered, e.g. "the
+// upstream answered 429 to search.list".
+func (l *Limiter) PauseUpstream(ctx context.Context, scope, bucket string, d time.Duration, reason string) (Paused, error) {
+	return l.pauseFor(ctx, scope, bucket, d, reason, true)
+}
+
+// pauseFor is PauseBecause and PauseUpstream.
+func (l *Limiter) pauseFor(ctx context.Context, scope, bucket string, d time.Duration, reason string, upstream bool) (Paused, error) {
 	if err := l.check(scope); err != nil {
 		return Paused{}, err
 	}
@@ -48,20 +65,25 @@ func (l *Limiter) PauseBecause(ctx context.Context, scope, bucket string, d time
 		return Paused{}, invalid("pause reason", "must be valid UTF-8 of at most "+strconv.Itoa(MaxReason)+" bytes")
 	}
 	key := pauseKey(l.scopeKey(scope), bucket)
-	v, err := l.control(ctx, "pause", scope, bucket, []string{key, key + ":why"}, d.Microseconds(), reason)
+	up := ""
+	if upstream {
+		up = "1"
+	}
+	v, err := l.control(ctx, "pause", scope, bucket, []string{key, key + ":why", key + "-up"}, d.Microseconds(), reason, up)
 	if err != nil {
 		return Paused{}, err
 	}
 	list, _ := v.([]any)
-	if len(list) != 3 {
+	if len(list) != 4 {
 		return Paused{}, &RedisError{Op: "pause", Err: errReply(v)}
 	}
 	until, ok1 := list[0].(int64)
 	why, ok2 := list[1].(string)
-	if !ok1 || !ok2 {
+	byUp, ok3 := list[3].(int64)
+	if !ok1 || !ok2 || !ok3 {
 		return Paused{}, &RedisError{Op: "pause", Err: errReply(v)}
 	}
-	return Paused{Until: time.UnixMicro(until), Reason: why}, nil
+	return Paused{Until: time.UnixMicro(until), Reason: why, Upstream: byUp == 1}, nil
 }
 
 // Resume lifts the pause of bucket in scope, or for bucket "" the
@@ -73,7 +95,7 @@ func (l *Limiter) Resume(ctx context.Context, scope, bucket string) (int, error)
 		return 0, err
 	}
 	sk := l.scopeKey(scope)
-	keys := []string{pauseKey(sk, bucket), pauseKey(sk, bucket) + ":why"}
+	keys := []string{pauseKey(sk, bucket), pauseKey(sk, bucket) + ":why", pauseKey(sk, bucket) + "-up"}
 	if bucket == "" {
 		found, err := l.scanScope(ctx, scope, globEscape(sk)+"*:pause")
 		if err != nil {
@@ -81,7 +103,7 @@ func (l *Limiter) Resume(ctx context.Context, scope, bucket string) (int, error)
 		}
 		for _, k := range found {
 			if k != keys[0] {
-				keys = append(keys, k, k+":why")
+				keys = append(keys, k, k+":why", k+"-up")
 			}
 		}
 	}
@@ -99,35 +121,63 @@ func (l *Limiter) Resume(ctx context.Context, scope, bucket string) (int, error)
 // PauseOf reads the pause of bucket in scope (of the whole scope for
 // bucket ""), writing nothing: its Until is zero when none is set.
 func (l *Limiter) PauseOf(ctx context.Context, scope, bucket string) (Paused, error) {
+	_, p, err := l.PauseAmong(ctx, scope, bucket)
+	return p, err
+}
+
+// PauseAmong reads, in one round trip and writing nothing, the pauses of
+// scope and of its buckets, and returns the one that ends last with its
+// bucket ("" for the scope's own): e.g. for a call about to be sent after
+// a wait, whether anything now stops it. Its Until is zero when none is
+// set.
+func (l *Limiter) PauseAmong(ctx context.Context, scope string, buckets ...string) (string, Paused, error) {
 	if err := l.check(scope); err != nil {
-		return Paused{}, err
+		return "", Paused{}, err
 	}
-	key := pauseKey(l.scopeKey(scope), bucket)
-	// One slot: the scope's hash tag. Two GETs in a pipeline, not an MGET,
+	sk := l.scopeKey(scope)
+	if len(buckets) == 0 {
+		buckets = []string{""}
+	}
+	// One slot: the scope's hash tag. GETs in a pipeline, not an MGET,
 	// which a cluster client may refuse to split.
-	var until, why *redis.StringCmd
+	type read struct{ until, why, up *redis.StringCmd }
+	reads := make([]read, len(buckets))
 	_, _ = l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		until, why = p.Get(ctx, key), p.Get(ctx, key+":why")
+		for i, b := range buckets {
+			key := pauseKey(sk, b)
+			reads[i] = read{p.Get(ctx, key), p.Get(ctx, key+":why"), p.Get(ctx, key+"-up")}
+		}
 		return nil
 	})
-	v, err := until.Result()
-	if errors.Is(err, redis.Nil) {
-		return Paused{}, nil
-	}
-	if err != nil {
-		return Paused{}, redisError(ctx, "pause", err)
-	}
-	us, perr := strconv.ParseInt(v, 10, 64)
-	if perr != nil || us <= 0 || strings.Trim(v, "0123456789") != "" {
-		return Paused{}, &formatError{msg: key + " holds a pause of a Redis format this tollgate cannot read"}
-	}
-	p := Paused{Until: time.UnixMicro(us)}
-	if w, err := why.Result(); err == nil {
-		if at, text, ok := strings.Cut(w, ":"); ok && at == v {
-			p.Reason = text
+	var found string
+	var last Paused
+	for i, r := range reads {
+		key := pauseKey(sk, buckets[i])
+		v, err := r.until.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return "", Paused{}, redisError(ctx, "pause", err)
+		}
+		us, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || us <= 0 || strings.Trim(v, "0123456789") != "" {
+			return "", Paused{}, &formatError{msg: key + " holds a pause of a Redis format this tollgate cannot read"}
+		}
+		p := Paused{Until: time.UnixMicro(us)}
+		if w, err := r.why.Result(); err == nil {
+			if at, text, ok := strings.Cut(w, ":"); ok && at == v {
+				p.Reason = text
+			}
+		}
+		if u, err := r.up.Result(); err == nil && u == v {
+			p.Upstream = true
+		}
+		if p.Until.After(last.Until) {
+			found, last = buckets[i], p
 		}
 	}
-	return p, nil
+	return found, last, nil
 }
 
 // control runs control.lua, telling the notice on the control channel.
@@ -166,8 +216,9 @@ type Reach struct {
 // waits until every process listening has acknowledged applying each
 // notice act told, or wait has passed, or ctx ends: for an operator's
 // tool, so that when it returns, every process spending from a lease or
-// remembering a refusal has seen what it did. The processes not listening
-// hold neither, and see pauses in Redis at their next decision. Run one
+// remembering a refusal (or, for tollgate's Transports, with requests
+// waiting) has seen what it did. The processes not listening hold none of
+// these, and see pauses in Redis at their next decision. Run one
 // Confirm at a time per limiter, and no other pause while it runs: it
 // counts the notices this limiter tells.
 func (l *Limiter) Confirm(ctx context.Context, wait time.Duration, act func(ctx context.Context) error) (Reach, error) {

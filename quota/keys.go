@@ -27,6 +27,8 @@ const format = 2
 //	<prefix>{S}:background[:alive|:n]  the scope's background room, likewise
 //	<prefix>{S}:B:about    B's description for operators' tools: JSON, versioned (describe.go)
 //	<prefix>{S}:[B:]pause:why  "<until µs>:<reason>", the reason of the pause ending at until
+//	<prefix>{S}:[B:]pause-up   "<until µs>": the pause ending at until was set for an upstream's answer
+//	                           (older processes' tools skip it: no colon after the scope's, no known suffix after a bucket's)
 //	<prefix>control[:applied]  the channels pauses and resumes are told and acknowledged on
 //
 // A window is named w<length> (sliding), day@<zone> (calendar), f<length>

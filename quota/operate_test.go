@@ -23,6 +23,7 @@ var operateSuite = []struct {
 	{"DescriptionRoundTrip", testDescriptionRoundTrip},
 	{"SurveyFindsScopesBucketsWindows", testSurvey},
 	{"PauseWithReason", testPauseWithReason},
+	{"PauseSaysWhose", testPauseSaysWhose},
 	{"ResumeLiftsEveryPauseOfAScope", testResume},
 	{"NoticesReachListeners", testNotices},
 	{"Activity", testActivity},
@@ -218,6 +219,60 @@ func testPauseWithReason(t *testing.T, b *backend) {
 	}
 	if _, err := l.PauseBecause(ctx, "t", "", time.Minute, "x"); !errors.Is(err, ErrFormat) {
 		t.Errorf("pausing over a pause of another format: %v, want ErrFormat", err)
+	}
+}
+
+// testPauseSaysWhose: a pause says whether an upstream's answer set it
+// (Pause, PauseUpstream) or an operator (PauseBecause); a longer pause of
+// the other kind takes its place, a shorter one leaves it; PauseAmong
+// reads the one that ends last among a scope and its buckets; resume
+// lifts the mark with the pause; a survey sees no bucket in the mark.
+func testPauseSaysWhose(t *testing.T, b *backend) {
+	ctx := context.Background()
+	clock := testclock.New(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
+	l := b.limiter(t, opPrefix(t), WithClock(clock.Now))
+	p, err := l.PauseUpstream(ctx, "s", "", time.Minute, "the upstream answered 429 to e")
+	if err != nil || !p.Upstream || p.Reason != "the upstream answered 429 to e" {
+		t.Fatalf("PauseUpstream: %+v, %v", p, err)
+	}
+	if p, err = l.PauseBecause(ctx, "s", "", time.Second, "shorter"); err != nil || !p.Upstream {
+		t.Errorf("a shorter operator's pause: %+v, %v; want the upstream's in force", p, err)
+	}
+	if got, err := l.PauseOf(ctx, "s", ""); err != nil || !got.Upstream {
+		t.Errorf("PauseOf: %+v, %v; want the upstream's", got, err)
+	}
+	if p, err = l.PauseBecause(ctx, "s", "", time.Hour, "incident"); err != nil || p.Upstream || p.Reason != "incident" {
+		t.Errorf("a longer operator's pause: %+v, %v", p, err)
+	}
+	if got, err := l.PauseOf(ctx, "s", ""); err != nil || got.Upstream || got.Reason != "incident" {
+		t.Errorf("PauseOf after the operator's: %+v, %v", got, err)
+	}
+	if err := l.Pause(ctx, "s", "pool", 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	bucket, got, err := l.PauseAmong(ctx, "s", "", "pool", "search")
+	if err != nil || bucket != "pool" || !got.Upstream || !got.Until.Equal(clock.Now().Add(2*time.Hour)) {
+		t.Errorf("PauseAmong: %q %+v, %v; want pool's, the upstream's, for 2h", bucket, got, err)
+	}
+	if bucket, got, err := l.PauseAmong(ctx, "other", "", "pool"); err != nil || bucket != "" || !got.Until.IsZero() {
+		t.Errorf("PauseAmong of a scope not paused: %q %+v, %v", bucket, got, err)
+	}
+	stored, err := l.Survey(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range stored {
+		for _, bk := range sc.Buckets {
+			if bk.Bucket != "pool" {
+				t.Errorf("survey found bucket %q; want only pool", bk.Bucket)
+			}
+		}
+	}
+	if _, err := l.Resume(ctx, "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.client.Exists(ctx, pauseKey(l.scopeKey("s"), "")+"-up", pauseKey(l.scopeKey("s"), "pool")+"-up").Val(); n != 0 {
+		t.Errorf("%d upstream marks outlived their pauses", n)
 	}
 }
 

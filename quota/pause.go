@@ -11,7 +11,8 @@ import (
 // RetryAfter that ends with it. An empty bucket pauses the whole scope. Use
 // it when the upstream says its quota is spent (an HTTP 429 with
 // Retry-After, YouTube's quotaExceeded). A shorter pause never cuts a
-// longer one short.
+// longer one short. The pause reads as an upstream's (Paused.Upstream),
+// with no reason, and no process is told of it: PauseUpstream tells them.
 func (l *Limiter) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
 	if err := l.check(scope); err != nil {
 		return err
@@ -21,7 +22,7 @@ func (l *Limiter) Pause(ctx context.Context, scope, bucket string, d time.Durati
 	}
 	_, clockArg := l.clockArg()
 	key := pauseKey(l.scopeKey(scope), bucket)
-	err := l.write(ctx, pauseScript, []string{key}, clockArg, d.Microseconds()).Err()
+	err := l.write(ctx, pauseScript, []string{key, key + "-up"}, clockArg, d.Microseconds()).Err()
 	if err != nil {
 		return redisError(ctx, "pause", err)
 	}

@@ -4,7 +4,8 @@
 -- Needs: clock.lua. (It writes the pause as log.lua's pause_end() reads
 -- it: the instant in µs, as a decimal integer.)
 --
--- KEYS: the pause key (the bucket's or the scope's)
+-- KEYS: the pause key (the bucket's or the scope's), its upstream key (see
+--       control.lua): a pause set here is an upstream's
 -- ARGV: clock (µs, or '' for the server's TIME), duration µs
 -- Reply: the instant the pause ends; a longer pause already set stays.
 
@@ -18,5 +19,7 @@ if v and not old then
 end
 old = tonumber(old)
 if old and old >= resume then return old end
-redis.call('SET', KEYS[1], string.format('%d', resume), 'PX', math.floor((resume - now) / 1000) + 1000)
+local ms = math.floor((resume - now) / 1000) + 1000
+redis.call('SET', KEYS[1], string.format('%d', resume), 'PX', ms)
+redis.call('SET', KEYS[2], string.format('%d', resume), 'PX', ms)
 return resume

@@ -198,10 +198,10 @@ func (r *workerReport) count(did string, err error, ctx context.Context) {
 	switch {
 	case err == nil:
 		r.Calls[did]++
-	case errors.As(err, &qe) && qe.Upstream:
+	case errors.As(err, &qe) && qe.Cause == tollgate.PausedByUpstream:
 		r.Upstream++
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &qe) && !qe.Upstream && qe.RetryAfter > 0 && beyond(ctx, qe.RetryAfter):
+		errors.As(err, &qe) && qe.Cause != tollgate.PausedByUpstream && qe.RetryAfter > 0 && beyond(ctx, qe.RetryAfter):
 		r.Cut++
 	case errors.As(err, &qe):
 		r.Refused++

@@ -132,7 +132,7 @@ func child(raw string) int {
 					if streamed {
 						res.Streamed++
 					}
-				case ctx.Err() != nil || errors.As(err, &qe) && !qe.Upstream && time.Now().Add(qe.RetryAfter).After(end):
+				case ctx.Err() != nil || errors.As(err, &qe) && qe.Cause != tollgate.PausedByUpstream && time.Now().Add(qe.RetryAfter).After(end):
 					res.Cut++ // its turn comes after the run: this worker is done
 					res.CutAt = time.Now()
 					if qe != nil {

@@ -67,7 +67,7 @@ func TestErrorsThroughTheClient(t *testing.T) {
 			switch {
 			case c.quota && !errors.As(err, &qe):
 				t.Fatalf("%v, want a *tollgate.QuotaError", err)
-			case c.quota && (!qe.Upstream || qe.Bucket != c.bucket || qe.RetryAfter < c.pause-2*time.Second || qe.RetryAfter > c.pause):
+			case c.quota && (qe.Cause != tollgate.PausedByUpstream || qe.Bucket != c.bucket || qe.RetryAfter < c.pause-2*time.Second || qe.RetryAfter > c.pause):
 				t.Fatalf("%+v, want one from the upstream for bucket %q and %v", qe, c.bucket, c.pause)
 			case !c.quota && (!errors.As(err, &ge) || ge.Code != http.StatusForbidden || len(ge.Errors) != 1 || ge.Errors[0].Reason != string(c.fault)):
 				t.Fatalf("%v, want Google's *googleapi.Error 403 %s", err, c.fault)
@@ -76,7 +76,7 @@ func TestErrorsThroughTheClient(t *testing.T) {
 			err = c.call(r.svc)
 			again, _ := r.requests(c.method)
 			if c.quota {
-				if !errors.As(err, &qe) || !qe.Upstream || again != calls {
+				if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || again != calls {
 					t.Errorf("the call again: %v, and %d more sent; want a *tollgate.QuotaError, none sent", err, again-calls)
 				}
 			} else if err != nil || again != calls+1 {
@@ -107,7 +107,7 @@ func TestUploadLimitThroughTheClient(t *testing.T) {
 	}
 	scope := "uploads-" + tollgate.HashCredential(token)
 	var qe *tollgate.QuotaError
-	if err := upload(); !errors.As(err, &qe) || !qe.Upstream || qe.Scope != scope || qe.RetryAfter != 24*time.Hour {
+	if err := upload(); !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.Scope != scope || qe.RetryAfter != 24*time.Hour {
 		t.Fatalf("the upload YouTube refused: %v, want a *tollgate.QuotaError from the upstream for %s, 24h (the Window)", err, scope)
 	}
 	calls, _ := r.requests("videos.insert")

@@ -191,7 +191,7 @@ func known(ctx context.Context, lim *quota.Limiter, conn *connection, scope, buc
 func (c *cli) reached(r quota.Reach, wait time.Duration, what string) error {
 	switch {
 	case r.Listening == 0:
-		fmt.Fprintf(c.stdout, "no process was listening (none holds a lease or remembers a refusal): each reads the %s in Redis at its next decision\n", what)
+		fmt.Fprintf(c.stdout, "no process was listening (none holds a lease, remembers a refusal or has requests waiting): each reads the %s in Redis at its next decision\n", what)
 	case r.Applied == r.Listening:
 		if r.Listening == 1 {
 			fmt.Fprintln(c.stdout, "the 1 process listening applied it")
@@ -199,7 +199,7 @@ func (c *cli) reached(r quota.Reach, wait time.Duration, what string) error {
 			fmt.Fprintf(c.stdout, "all %d processes listening applied it\n", r.Listening)
 		}
 	default:
-		return fmt.Errorf("the %s is set in Redis, but only %d of %d processes listening applied it within %v: the others see it at their next decision in Redis, or when their lease ends",
+		return fmt.Errorf("the %s is set in Redis, but only %d of %d processes listening applied it within %v: the others see it at their next decision in Redis, when their lease ends, or before sending a request that waited",
 			what, r.Applied, r.Listening, wait)
 	}
 	return nil

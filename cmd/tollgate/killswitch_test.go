@@ -132,7 +132,7 @@ func TestPauseStopsALiveWorker(t *testing.T) {
 		after := w.await(t, paused, "5 requests refused", func(os []outcome) bool { return tally(os, false) >= 5 })
 		for _, o := range after {
 			var qe *tollgate.QuotaError
-			if !o.sent && (!errors.As(o.err, &qe) || !qe.Upstream || qe.RetryAfter < 50*time.Second) {
+			if !o.sent && (!errors.As(o.err, &qe) || qe.Cause != tollgate.PausedByOperator || qe.Reason != "incident 42" || qe.RetryAfter < 50*time.Second) {
 				t.Errorf("a request refused during the pause: %v; want a QuotaError of a pause ending in about a minute", o.err)
 				break
 			}

@@ -117,20 +117,39 @@ func (r *report) passDone(ctx context.Context, region string, n int, res passRes
 	case stopped(ctx, err):
 		r.line("[%s] pass %d cut short: the run is over", region, n)
 	case errors.As(err, &qe):
-		if qe.Upstream {
+		if qe.Cause == tollgate.PausedByUpstream {
 			s.upstream++
 		} else {
 			s.refused++
 		}
-		who := "refused"
-		if qe.Upstream {
-			who = "refused by the upstream"
-		}
+		who := refusedBy(qe)
 		r.line("[%s] pass %d stopped cleanly: %s %s, quota back in %.1fs; spent %s", region, n, qe.Endpoint, who, qe.RetryAfter.Seconds(), spent)
 	default:
 		s.failed++
 		r.line("[%s] pass %d failed: %v", region, n, err)
 	}
+}
+
+// refusedBy says why a pass was refused, e.g. "refused: paused by an
+// operator: deploy rollback".
+func refusedBy(qe *tollgate.QuotaError) string {
+	var who string
+	switch qe.Cause {
+	case tollgate.PausedByUpstream:
+		who = "refused by the upstream's pause"
+	case tollgate.PausedByOperator:
+		who = "refused: paused by an operator"
+	case tollgate.CapFull:
+		who = "refused: no slot free under its cap on requests in flight"
+	case tollgate.RedisDown:
+		who = "refused: Redis down, and this process's local share spent"
+	default:
+		who = "refused: no room left in the shared quota"
+	}
+	if qe.Reason != "" {
+		who += " (" + qe.Reason + ")"
+	}
+	return who
 }
 
 // spentSinceReport describes the units admitted since the last pass line,

@@ -80,7 +80,7 @@ func (r *rig) send(rt http.RoundTripper, method, path, token, body string) (int,
 // upstreamRefusal reports whether err is a refusal the upstream made.
 func upstreamRefusal(err error) (*tollgate.QuotaError, bool) {
 	var qe *tollgate.QuotaError
-	return qe, errors.As(err, &qe) && qe.Upstream
+	return qe, errors.As(err, &qe) && qe.Cause == tollgate.PausedByUpstream
 }
 
 func TestNewTransportRefuses(t *testing.T) {
@@ -121,7 +121,7 @@ func TestAnonymousScope(t *testing.T) {
 	}
 	_, err := r.send(tr, "GET", "/repos/o/r", "", "")
 	var qe *tollgate.QuotaError
-	if !errors.As(err, &qe) || qe.Upstream || qe.Scope != AnonymousScope || qe.Bucket != Core {
+	if !errors.As(err, &qe) || qe.Cause != tollgate.NoRoom || qe.Scope != AnonymousScope || qe.Bucket != Core {
 		t.Fatalf("the 58th: %v, want tollgate's refusal in the anonymous scope's core", err)
 	}
 	usage, err := tr.Usage(context.Background(), AnonymousScope, Core)

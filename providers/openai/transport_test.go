@@ -279,7 +279,7 @@ func TestRateLimitPausesTheModel(t *testing.T) {
 	}
 	_, _, err := h.post("/v1/chat/completions", body)
 	var qe *tollgate.QuotaError
-	if !errors.As(err, &qe) || !qe.Upstream || qe.Bucket != openai.Requests || qe.RetryAfter <= 0 || qe.RetryAfter > time.Minute {
+	if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.Bucket != openai.Requests || qe.RetryAfter <= 0 || qe.RetryAfter > time.Minute {
 		t.Fatalf("got %v; want a *QuotaError from the upstream on the requests bucket, retry within the minute", err)
 	}
 	sent := len(h.sim.Arrivals())

@@ -174,7 +174,7 @@ func TestQuotaExceededStopsUntilTheReset(t *testing.T) {
 	want := time.Until(NextReset(time.Now()))
 	err = call(t, tr2, videos)
 	var qe *tollgate.QuotaError
-	if !errors.As(err, &qe) || !qe.Upstream || qe.Bucket != Pool {
+	if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.Bucket != Pool {
 		t.Fatalf("after a 403 quotaExceeded: %v, want a *QuotaError from the upstream for the pool", err)
 	}
 	if qe.RetryAfter < want-2*time.Second || qe.RetryAfter > want {
@@ -183,7 +183,7 @@ func TestQuotaExceededStopsUntilTheReset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", videos, nil)
-	if _, err := tr2.RoundTrip(req); !errors.As(err, &qe) || !qe.Upstream {
+	if _, err := tr2.RoundTrip(req); !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream {
 		t.Errorf("the next call: %v, want refused without sending", err)
 	}
 	if f.calls() != 1 {

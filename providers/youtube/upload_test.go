@@ -274,7 +274,7 @@ func TestUploadLimitPausesTheCredential(t *testing.T) {
 	}
 	_, err = openUpload(t, tr, api, "token-A")
 	var qe *tollgate.QuotaError
-	if !errors.As(err, &qe) || !qe.Upstream || qe.Scope != scope || qe.Bucket != "" || qe.Endpoint != "videos.insert" || qe.RetryAfter != time.Hour {
+	if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.Scope != scope || qe.Bucket != "" || qe.Endpoint != "videos.insert" || qe.RetryAfter != time.Hour {
 		t.Fatalf("an upload answered uploadLimitExceeded: %#v, want a *QuotaError from the upstream for %s, for the Window", err, scope)
 	}
 	if strings.Contains(err.Error(), "token-A") {
@@ -287,7 +287,7 @@ func TestUploadLimitPausesTheCredential(t *testing.T) {
 		tr   *Transport
 	}{{"this process", tr}, {"another process", other}} {
 		_, err := openUpload(t, c.tr, api, "token-A")
-		if !errors.As(err, &qe) || !qe.Upstream || qe.Scope != scope || qe.RetryAfter <= 0 || qe.RetryAfter > time.Hour {
+		if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.Scope != scope || qe.RetryAfter <= 0 || qe.RetryAfter > time.Hour {
 			t.Errorf("%s: the next upload of token-A: %v, want a *QuotaError for %s", c.name, err, scope)
 		}
 	}

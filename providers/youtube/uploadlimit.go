@@ -24,7 +24,7 @@ import (
 // pauses the video uploads of the credential that met it, the only trace
 // of the channel a request carries: its OAuth token (or, failing one, its
 // API key), by hash. It refuses them with a *tollgate.QuotaError whose
-// Upstream is set and whose Scope is "uploads-" + the credential's
+// Cause is tollgate.PausedByUpstream and whose Scope is "uploads-" + the credential's
 // tollgate.HashCredential. The pause is kept in the process and in Redis
 // under that scope, so every process sharing the Redis refuses them too.
 // What it cannot do:
@@ -106,7 +106,7 @@ func (t *Transport) upload(req *http.Request, e costs.Endpoint) (*http.Response,
 	}
 	scope := uploaderScope(tollgate.HashCredential(cred))
 	refusal := func(d time.Duration) *tollgate.QuotaError {
-		return &tollgate.QuotaError{Endpoint: e.Name, Scope: scope, Units: e.Units(), RetryAfter: d, Upstream: true}
+		return &tollgate.QuotaError{Endpoint: e.Name, Scope: scope, Units: e.Units(), RetryAfter: d, Cause: tollgate.PausedByUpstream}
 	}
 	if d, paused := t.uploadPaused(req.Context(), scope); paused {
 		if req.Body != nil {
