@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate/tollgate/quota"
 )
 
-// Quotas the upstream announces (Bucket.Announced). Every response's
+// Quotas the upstream announces (Bucket.Follows). Every response's
 // headers are read (package announce) for the buckets tied to them. When
 // the upstream counts more used than tollgate does, the difference (spent
 // by programs that share the credential without tollgate) is counted as

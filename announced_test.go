@@ -201,7 +201,7 @@ func announcedChild(raw string) int {
 	tr, err := tollgate.New(tollgate.Config{
 		Limiter: lim, Costs: table, Scope: tollgate.Scope("shared-credential"),
 		Buckets: map[string]tollgate.Bucket{"pool": {
-			Limits: []quota.Limit{limit}, ReservePercent: 10, Announced: cfg.Announced}},
+			Limits: []quota.Limit{limit}, ReservePercent: 10, Follows: cfg.Announced}},
 		Policy: tollgate.Policies(tollgate.Policy{MaxWait: 3 * cfg.Window}, nil),
 	})
 	if err != nil {
@@ -368,7 +368,7 @@ func TestLearnedLimit(t *testing.T) {
 		tr, err := tollgate.New(tollgate.Config{
 			Base: stampSent{http.DefaultTransport}, Limiter: lim, Costs: table, Scope: tollgate.Scope("shared-credential"),
 			Buckets: map[string]tollgate.Bucket{"pool": {
-				Limits: []quota.Limit{quota.PerFixedWindow(0, window, time.Time{})}, ReservePercent: 10, Announced: "default"}},
+				Limits: []quota.Limit{quota.PerFixedWindow(0, window, time.Time{})}, ReservePercent: 10, Follows: "default"}},
 			Policy: tollgate.Policies(tollgate.Policy{MaxWait: 3 * window}, nil),
 			OnReconcile: func(_ context.Context, r tollgate.Reconciliation) {
 				mu.Lock()
@@ -482,7 +482,7 @@ func TestOutOfOrderAnnouncements(t *testing.T) {
 	tr, err := tollgate.New(tollgate.Config{
 		Limiter: lim, Costs: table, Scope: tollgate.Scope("token"),
 		Buckets: map[string]tollgate.Bucket{"core": {
-			Limits: []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})}, Announced: "github/core"}},
+			Limits: []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})}, Follows: "github/core"}},
 		OnReconcile: func(_ context.Context, r tollgate.Reconciliation) {
 			mu.Lock()
 			defer mu.Unlock()

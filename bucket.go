@@ -22,15 +22,15 @@ type Bucket struct {
 	// ReservePercent is kept below every limit as a share of it, rounded
 	// up, e.g. 5 keeps 500 of 10,000.
 	ReservePercent float64
-	// InFlight, when positive, caps the bucket's requests in flight at once
+	// MaxInFlight, when positive, caps the bucket's requests in flight at once
 	// in each scope, for every process sharing the Redis, e.g. 100 for
 	// GitHub's concurrent requests per user. A request holds its slot from
 	// its admission until its response body is read to its end or closed,
 	// or it fails; a dead process's slots are free again within
 	// quota.SlotTTL. Its requests are decided call by call, never from a
 	// lease.
-	InFlight int
-	// Announced ties the bucket to a quota its upstream announces in its
+	MaxInFlight int
+	// Follows ties the bucket to a quota its upstream announces in its
 	// responses' headers (package announce): by name, e.g. "core"
 	// (GitHub's X-RateLimit-Resource), "tokens" (OpenAI), a policy of the
 	// IETF draft's RateLimit fields; or as "dialect/name", e.g.
@@ -42,7 +42,7 @@ type Bucket struct {
 	// not known until announced, one request at a time goes through per
 	// scope until the first announcement. An announced bucket is decided
 	// call by call, never from a lease.
-	Announced string
+	Follows string
 }
 
 // effective returns the limits tollgate enforces: each upstream limit less
@@ -54,12 +54,12 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 	if b.ReserveUnits < 0 || b.ReservePercent < 0 || b.ReservePercent >= 100 || math.IsNaN(b.ReservePercent) {
 		return nil, configErrorf("bucket %q: reserve must be at least zero and under 100%%", name)
 	}
-	if b.InFlight < 0 {
-		return nil, configErrorf("bucket %q: InFlight %d: a cap must allow at least one request, or be 0 for none", name, b.InFlight)
+	if b.MaxInFlight < 0 {
+		return nil, configErrorf("bucket %q: InFlight %d: a cap must allow at least one request, or be 0 for none", name, b.MaxInFlight)
 	}
 	out := make([]quota.Limit, len(b.Limits))
 	for i, l := range b.Limits {
-		if i == 0 && b.Announced != "" {
+		if i == 0 && b.Follows != "" {
 			// Its window keeps its keys whatever is announced; its units
 			// may be left to the announcements.
 			l.Name = learnedName
@@ -125,8 +125,8 @@ func enforced(charged []string, buckets map[string]Bucket, transit time.Duration
 			return nil, nil, err
 		}
 		limits[name] = lengthen(lims, transit)
-		if b.InFlight > 0 {
-			caps[name] = b.InFlight
+		if b.MaxInFlight > 0 {
+			caps[name] = b.MaxInFlight
 		}
 	}
 	return limits, caps, nil

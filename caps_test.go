@@ -49,7 +49,7 @@ func capTransport(lim *quota.Limiter, inFlight int) (*tollgate.Transport, error)
 	}
 	return tollgate.New(tollgate.Config{
 		Limiter: lim, Costs: table, Scope: tollgate.Scope("capped"),
-		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(quota.MaxUnits, time.Hour)}, InFlight: inFlight}},
+		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(quota.MaxUnits, time.Hour)}, MaxInFlight: inFlight}},
 		Policy:  tollgate.Policies(tollgate.Policy{MaxWait: time.Minute}, nil),
 	})
 }

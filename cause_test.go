@@ -18,10 +18,10 @@ import (
 // pause reached the request while it waited.
 func TestRefusalCauses(t *testing.T) {
 	srv, rc := realRedis(t)
-	failFast := tollgate.Policy{OnRefusal: tollgate.FailFast}
+	failFast := tollgate.Policy{OnRefusal: tollgate.Refuse}
 	waitBriefly := tollgate.Policy{MaxWait: 300 * time.Millisecond}
 	capped := map[string]tollgate.Bucket{
-		"pool":   {Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}, InFlight: 1},
+		"pool":   {Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}, MaxInFlight: 1},
 		"search": {Limits: []quota.Limit{quota.PerWindow(10, time.Hour)}},
 	}
 	pauseBy := func(t *testing.T, scope, reason string) { // as an operator, from a process of its own
@@ -133,7 +133,7 @@ func TestRefusalCauses(t *testing.T) {
 			_, err := get(t, r.tr, r.up.URL+"/v1/items")
 			return err
 		}, tollgate.CapFull, ""},
-		{"Redis down, the local share spent", tollgate.Policy{OnRefusal: tollgate.FailFast, OnOutage: tollgate.FailLocal}, nil, func(t *testing.T, r rig) error {
+		{"Redis down, the local share spent", tollgate.Policy{OnRefusal: tollgate.Refuse, OnOutage: tollgate.FailLocal}, nil, func(t *testing.T, r rig) error {
 			srv.Kill()
 			t.Cleanup(func() { srv.Restart(t) })
 			get(t, r.tr, r.up.URL+"/v1/items") // the share: 1 of 3, rounded
@@ -171,7 +171,7 @@ func TestRefusalCauses(t *testing.T) {
 					Policy: tollgate.Policies(c.policy, nil),
 				}
 				if c.policy.OnOutage == tollgate.FailLocal {
-					cfg.Local, cfg.LocalShare = inProcess(t), 0.34
+					cfg.LocalLimiter, cfg.LocalShare = inProcess(t), 0.34
 				}
 				return cfg
 			}

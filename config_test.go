@@ -49,9 +49,9 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 		{"a NaN reserve", withBucket(tollgate.Bucket{Limits: []quota.Limit{hour}, ReservePercent: math.NaN()})},
 		{"a reserve that leaves nothing", withBucket(tollgate.Bucket{Limits: []quota.Limit{hour}, ReserveUnits: 100})},
 		{"LocalShare without Local", func(c *tollgate.Config) { c.LocalShare = 0.5 }},
-		{"Local without LocalShare", func(c *tollgate.Config) { c.Local = lim }},
-		{"LocalShare over 1", func(c *tollgate.Config) { c.Local, c.LocalShare = lim, 1.5 }},
-		{"LocalShare NaN", func(c *tollgate.Config) { c.Local, c.LocalShare = lim, math.NaN() }},
+		{"Local without LocalShare", func(c *tollgate.Config) { c.LocalLimiter = lim }},
+		{"LocalShare over 1", func(c *tollgate.Config) { c.LocalLimiter, c.LocalShare = lim, 1.5 }},
+		{"LocalShare NaN", func(c *tollgate.Config) { c.LocalLimiter, c.LocalShare = lim, math.NaN() }},
 		{"FailLocal with no Local", withPolicy(tollgate.Policy{OnOutage: tollgate.FailLocal})},
 		{"Failover with no Routes", withPolicy(tollgate.Policy{OnRefusal: tollgate.Failover})},
 		{"AfterFailover that fails over again", func(c *tollgate.Config) {
@@ -86,7 +86,7 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 
 	// What is right builds.
 	cfg := good()
-	cfg.Local, cfg.LocalShare = lim, 0.25
+	cfg.LocalLimiter, cfg.LocalShare = lim, 0.25
 	cfg.Routes = []tollgate.Route{{Name: "cache", Base: http.DefaultTransport}}
 	cfg.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.WaitTurn, OnOutage: tollgate.FailLocal}, nil)
 	tr, err := tollgate.New(cfg)
@@ -127,7 +127,7 @@ func TestUsageRecordAndPauseReachTheTransportsKeys(t *testing.T) {
 			"pool":   {Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}, ReserveUnits: 10},
 			"search": {Limits: []quota.Limit{quota.PerWindow(10, time.Hour)}},
 		},
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 	})
 	ctx := t.Context()
 	if err := tr.Record(ctx, tollgate.DefaultScope, "pool", 60); err != nil {

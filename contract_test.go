@@ -56,7 +56,7 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 		{name: "sent", path: "/v1/upload"},
 		{name: "unknown endpoint", path: "/v1/unknown", wantErr: errAny},
 		{name: "refused", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, cfg *tollgate.Config) {
-			cfg.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)
+			cfg.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)
 			full(t, "refused")
 		}},
 		{name: "wait beyond MaxWait", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, cfg *tollgate.Config) {
@@ -90,7 +90,7 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 			}
 		}, after: func(*tollgate.Transport) { brokenPolicy.Store(true) }},
 		{name: "upstream spent", path: "/v1/upload", wantErr: tollgate.ErrQuotaExhausted, setup: func(t *testing.T, cfg *tollgate.Config) {
-			cfg.Upstream = func(*http.Response, costs.Endpoint) tollgate.Verdict {
+			cfg.ReadResponse = func(*http.Response, costs.Endpoint) tollgate.Verdict {
 				return tollgate.Verdict{Spent: true, Pause: time.Second}
 			}
 		}},
@@ -190,7 +190,7 @@ func TestConcurrentRoundTrips(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: inProcess(t), Costs: table(t), Buckets: buckets(300, time.Hour),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		OnDecision: d.hook,
 	})
 	var wg sync.WaitGroup

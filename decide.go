@@ -126,14 +126,14 @@ func (t *Transport) fallback(ctx context.Context, c *call) (outcome, error) {
 // apply runs the request's policy on one decider.
 func (t *Transport) apply(ctx context.Context, d *decider, c *call) (outcome, error) {
 	o := outcome{by: d, free: c.endpoint.Free}
-	if c.policy.OnRefusal == FailFast && !d.local && !c.background {
+	if c.policy.OnRefusal == Refuse && !d.local && !c.background {
 		if qe, ok := t.exhausted.check(c.scope, c.endpoint, t.now()); ok {
 			o.cached = true
 			return o, qe
 		}
 	}
 	switch c.policy.OnRefusal {
-	case FailFast:
+	case Refuse:
 		return t.admitNow(ctx, d, c, c.scope, o)
 	case Failover:
 		o, err := t.admitNow(ctx, d, c, c.scope, o)

@@ -99,7 +99,7 @@ func (t *Transport) description(scope, bucket string) quota.Description {
 	b := t.cfg.Buckets[bucket]
 	d := quota.Description{
 		Scope: scope, Bucket: bucket, Limits: t.redis.limits[bucket], InFlight: t.redis.caps[bucket],
-		Announced: b.Announced, ReserveUnits: b.ReserveUnits, ReservePercent: b.ReservePercent, Transit: transit(t.cfg.Transit),
+		Announced: b.Follows, ReserveUnits: b.ReserveUnits, ReservePercent: b.ReservePercent, Transit: transit(t.cfg.Transit),
 	}
 	for _, l := range b.Limits {
 		d.Quotas = append(d.Quotas, l.Units)

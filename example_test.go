@@ -90,7 +90,7 @@ func Example() {
 			"pool": {Limits: []quota.Limit{quota.PerWindow(260, time.Hour)}, ReserveUnits: 10},
 		},
 		Scope:  tollgate.Scope("project-a"),
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 	})
 	if err != nil {
 		log.Fatal(err) // the configuration cannot work: errors.Is(err, tollgate.ErrConfig)
@@ -172,7 +172,7 @@ func ExampleCredentialScope() {
 		Costs:   searchTable(),
 		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}},
 		Scope:   tollgate.CredentialScope(tollgate.BearerToken),
-		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		OnDecision: func(_ context.Context, d tollgate.Decision) {
 			fmt.Printf("%s in %s…: admitted %v\n", d.Endpoint, d.Scope[:9], d.Admitted)
 		},
@@ -209,7 +209,7 @@ func ExampleRoute() {
 		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}},
 		Scope:   tollgate.Scope("project-a"),
 		Policy: tollgate.Policies(tollgate.Policy{
-			OnRefusal: tollgate.Failover, AfterFailover: tollgate.FailFast,
+			OnRefusal: tollgate.Failover, AfterFailover: tollgate.Refuse,
 		}, nil),
 		Routes: []tollgate.Route{{
 			Name:    "project-b",
@@ -313,11 +313,11 @@ func ExampleUpstreamFunc() {
 		return tollgate.Verdict{Spent: true, Pause: 30 * time.Second}
 	}
 	tr, err := tollgate.New(tollgate.Config{
-		Limiter:  lim,
-		Costs:    searchTable(),
-		Buckets:  map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}}},
-		Policy:   tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
-		Upstream: read,
+		Limiter:      lim,
+		Costs:        searchTable(),
+		Buckets:      map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}}},
+		Policy:       tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		ReadResponse: read,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -350,7 +350,7 @@ func ExampleDecisionHook() {
 		Costs:   searchTable(),
 		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(150, time.Hour)}}},
 		Scope:   tollgate.Scope("project-a"),
-		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		OnDecision: func(_ context.Context, d tollgate.Decision) {
 			if d.Admitted {
 				fmt.Printf("%s: admitted, %v\n", d.Endpoint, d.Charges)
@@ -452,8 +452,8 @@ func ExampleBucket_announced() {
 		Limiter: lim,
 		Costs:   searchTable(),
 		Buckets: map[string]tollgate.Bucket{"pool": {
-			Limits:    []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})},
-			Announced: "github/core",
+			Limits:  []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})},
+			Follows: "github/core",
 		}},
 		Transit: -1,
 		OnReconcile: func(_ context.Context, r tollgate.Reconciliation) {

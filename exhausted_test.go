@@ -50,7 +50,7 @@ func TestKnownExhaustedRefusesWithoutARoundTrip(t *testing.T) {
 	window := time.Minute
 	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		OnDecision: d.hook,
 	})
 	tollgate.SetClock(tr, clock.Now)

@@ -71,7 +71,7 @@ func clusterFailover(t *testing.T, limit int64, window time.Duration, durable qu
 	tr := newTransport(t, tollgate.Config{
 		Limiter: limiterOn(t, rc, durable), Costs: table(t), Buckets: buckets(limit, window),
 		Scope:      tollgate.Scope(scope),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		OnDecision: d.hook,
 	})
 	defer tr.Close()

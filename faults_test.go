@@ -90,8 +90,8 @@ func TestRedisKilledMidRun(t *testing.T) {
 			}
 			tr := newTransport(t, tollgate.Config{
 				Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(limit, window),
-				Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast, OnOutage: outage}, nil),
-				Local:  limiterOn(t, localRdb), LocalShare: share,
+				Policy:       tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse, OnOutage: outage}, nil),
+				LocalLimiter: limiterOn(t, localRdb), LocalShare: share,
 				OnDecision: d.hook,
 				OnSwitch: func(s tollgate.Switch) {
 					if s.Up {

@@ -117,7 +117,7 @@ func TestLateHandoffGivesItsUnitsBack(t *testing.T) {
 	var d decisionsOf
 	tr := newTransport(t, tollgate.Config{
 		Limiter: lim, Costs: table(t), Buckets: buckets(10, time.Hour), Transit: transit,
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil), OnDecision: d.hook,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil), OnDecision: d.hook,
 	})
 	var handoffs atomic.Int32
 	tollgate.SlowHandoff(tr, func() {

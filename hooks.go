@@ -46,7 +46,7 @@ type Decision struct {
 	// and Redis was not asked.
 	Free bool
 	// Cached reports a refusal made in this process without asking Redis,
-	// because Redis had refused as much until RetryAfter (FailFast).
+	// because Redis had refused as much until RetryAfter (Refuse).
 	Cached bool
 	// Leased reports units spent from this process's lease (see
 	// Config.Lease), without a round trip.
@@ -75,7 +75,7 @@ type Decision struct {
 type DecisionHook func(ctx context.Context, d Decision)
 
 // A SlotHook is called when a request takes a slot of a bucket's cap on
-// requests in flight (Bucket.InFlight), held true, and when it gives the
+// requests in flight (Bucket.MaxInFlight), held true, and when it gives the
 // slot back, held false: once each per slot, so that the slots a process
 // holds are the takes less the gives. It runs on the goroutine that took
 // or gave the slot (the request's, its body reader's, or Close's): keep

@@ -83,7 +83,7 @@ func TestSlotHookPairs(t *testing.T) {
 	up := newUpstream(t)
 	var slots slotEvents
 	b := buckets(1000, time.Hour)
-	b["search"] = tollgate.Bucket{Limits: b["search"].Limits, InFlight: 2}
+	b["search"] = tollgate.Bucket{Limits: b["search"].Limits, MaxInFlight: 2}
 	tr, err := tollgate.New(tollgate.Config{Limiter: inProcess(t), Costs: table(t), Buckets: b, Scope: tollgate.Scope("s"), OnSlot: slots.hook})
 	if err != nil {
 		t.Fatal(err)
@@ -151,13 +151,13 @@ func TestPauseHookNamesTheReason(t *testing.T) {
 	var seen pauses
 	tr := newTransport(t, tollgate.Config{
 		Limiter: inProcess(t), Costs: table(t), Buckets: buckets(1000, time.Hour), Scope: tollgate.Scope("s"),
-		Upstream: func(resp *http.Response, e costs.Endpoint) tollgate.Verdict {
+		ReadResponse: func(resp *http.Response, e costs.Endpoint) tollgate.Verdict {
 			if resp.StatusCode == http.StatusForbidden {
 				return tollgate.Verdict{Spent: true, Buckets: []string{"search"}, Pause: time.Minute, Reason: "searchSpent"}
 			}
 			return tollgate.DefaultUpstream(resp, e)
 		},
-		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		OnPause: seen.hook,
 	})
 	get(t, tr, up.URL+"/v1/search")

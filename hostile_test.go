@@ -34,7 +34,7 @@ func TestHostileScopesOnACluster(t *testing.T) {
 			name, _ := r.Context().Value(scopeKey{}).(string)
 			return name, nil
 		},
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 	})
 	do := func(name string) error {
 		ctx := context.WithValue(context.Background(), scopeKey{}, name)

@@ -251,7 +251,7 @@ func TestPauseStopsSlotWaiters(t *testing.T) {
 	r := newKillRig(t, 2, func(cfg *tollgate.Config) {
 		cfg.Costs = tab
 		cfg.Buckets = map[string]tollgate.Bucket{
-			"pool":   {Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}, InFlight: 2},
+			"pool":   {Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}, MaxInFlight: 2},
 			"search": {Limits: []quota.Limit{quota.PerWindow(10, time.Hour)}},
 		}
 	})

@@ -150,7 +150,7 @@ func TestNoGoroutineOutlivesARoundTrip(t *testing.T) {
 	down := limiterOn(t, quickClient(t, "127.0.0.1:1"))
 	for _, lim := range []*quota.Limiter{own, down} {
 		tr := newTransport(t, tollgate.Config{
-			Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Local: local, LocalShare: 0.5,
+			Limiter: lim, Costs: table(t), Buckets: buckets(100, window), LocalLimiter: local, LocalShare: 0.5,
 			Policy: tollgate.Policies(tollgate.Policy{OnOutage: tollgate.FailLocal}, nil),
 		})
 		for range 3 { // sent, sent, then a wait for the third upload
@@ -188,7 +188,7 @@ func TestNothingOutlivesABodyOrATransport(t *testing.T) {
 	}
 	tr, err := tollgate.New(tollgate.Config{
 		Limiter: limiterOn(t, rc), Costs: tab,
-		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(1000, time.Minute)}, InFlight: 2}},
+		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(1000, time.Minute)}, MaxInFlight: 2}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func TestLeaseModeFallsBackWhenNoRoom(t *testing.T) {
 	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, time.Minute),
 		Lease:  func(string, string) (int64, time.Duration) { return 60, time.Minute },
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 	})
 	defer tr.Close()
 	fill(t, lim, tollgate.DefaultScope, 99, 100, time.Minute)

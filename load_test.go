@@ -116,7 +116,7 @@ func loadChild(raw string) int {
 	// holding one turn, a few windows deep.
 	pol := tollgate.Policy{OnRefusal: tollgate.WaitTurn, MaxWait: 6 * cfg.Window}
 	if cfg.Policy == "error" {
-		pol.OnRefusal = tollgate.FailFast
+		pol.OnRefusal = tollgate.Refuse
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = cfg.Workers // keep a connection per worker, as a busy client would

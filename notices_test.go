@@ -25,7 +25,7 @@ func TestResumeReachesRememberedRefusals(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{
 		Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Minute),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		OnDecision: d.hook,
 	})
 	operator := limiterOn(t, rc) // another process's limiter
@@ -90,7 +90,7 @@ func TestUpstreamPausesSayWhy(t *testing.T) {
 	up.setRespond(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) })
 	tr := newTransport(t, tollgate.Config{
 		Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Minute),
-		Upstream: func(resp *http.Response, _ costs.Endpoint) tollgate.Verdict {
+		ReadResponse: func(resp *http.Response, _ costs.Endpoint) tollgate.Verdict {
 			return tollgate.Verdict{Spent: true, Buckets: []string{"pool"}, Pause: time.Hour, Reason: "quotaExceeded"}
 		},
 	})

@@ -115,8 +115,8 @@ func TestOutageModes(t *testing.T) {
 			pool := quota.PerWindow(20, time.Hour)
 			tr := newTransport(t, tollgate.Config{Transit: -1,
 				Limiter: lim, Costs: table(t), Buckets: buckets(20, time.Hour),
-				Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast, OnOutage: c.outage}, nil),
-				Local:  inProcess(t), LocalShare: 0.25,
+				Policy:       tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse, OnOutage: c.outage}, nil),
+				LocalLimiter: inProcess(t), LocalShare: 0.25,
 				OnDecision: d.hook,
 				OnSwitch:   sw.hook,
 			})

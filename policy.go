@@ -21,8 +21,8 @@ const (
 	// that is within the Policy's MaxWait and the request context's
 	// deadline; otherwise it fails at once with a *QuotaError.
 	WaitTurn Action = iota
-	// FailFast fails at once with a *QuotaError carrying RetryAfter.
-	FailFast
+	// Refuse fails at once with a *QuotaError carrying RetryAfter.
+	Refuse
 	// Failover tries the Config's Routes in order, and when every one is
 	// spent does what the Policy's AfterFailover says.
 	Failover
@@ -33,8 +33,8 @@ func (a Action) String() string {
 	switch a {
 	case WaitTurn:
 		return "wait-turn"
-	case FailFast:
-		return "fail-fast"
+	case Refuse:
+		return "refuse"
 	case Failover:
 		return "failover"
 	}
@@ -51,7 +51,7 @@ const (
 	// FailOpen sends the request unmetered. The decision hook reports it,
 	// and its units are recorded in Redis once Redis answers again.
 	FailOpen
-	// FailLocal decides on the Config's Local limiter, holding its
+	// FailLocal decides on the Config's LocalLimiter, holding its
 	// LocalShare of every limit (e.g. 1/8 for eight instances). Its
 	// spending is recorded in Redis once Redis answers again.
 	FailLocal
@@ -76,7 +76,7 @@ type Policy struct {
 	// OnRefusal applies when the quota has no room now.
 	OnRefusal Action
 	// AfterFailover applies when OnRefusal is Failover and every route is
-	// spent: WaitTurn (on the request's own scope) or FailFast.
+	// spent: WaitTurn (on the request's own scope) or Refuse.
 	AfterFailover Action
 	// MaxWait bounds the wait for a turn: 0 means DefaultMaxWait, a
 	// negative value no bound but the request context's deadline. It does

@@ -93,7 +93,7 @@ func TestErrorPolicyReturnsQuotaError(t *testing.T) {
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
 		Scope:  tollgate.Scope("project-a"),
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 	})
 	first := fill(t, lim, "project-a", 100, 150, window)
 	_, err := get(t, tr, up.URL+"/v1/search")
@@ -129,7 +129,7 @@ func TestFailoverReachesTheNextRouteThenStops(t *testing.T) {
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(3, window),
 		Scope:  tollgate.Scope("project-a"),
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.FailFast}, nil),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Refuse}, nil),
 		Routes: []tollgate.Route{
 			{Name: "b", Scope: "project-b", Rewrite: setKey("key-b")},
 			{Name: "c", Scope: "project-c", Rewrite: setKey("key-c")},
@@ -247,7 +247,7 @@ func TestShortMaxWaitAdmitsWhatHasRoom(t *testing.T) {
 			const limit = 20
 			bs := buckets(limit, time.Hour)
 			pool := bs["pool"]
-			pool.InFlight = c.inFlight
+			pool.MaxInFlight = c.inFlight
 			bs["pool"] = pool
 			tr := newTransport(t, tollgate.Config{
 				Limiter: limiterOn(t, rc), Costs: table(t), Buckets: bs, BackgroundShare: 1,

@@ -102,7 +102,7 @@ func reconcileRig(tb testing.TB, announced bool, outside int64) (*http.Client, *
 		Rules: []costs.Rule{{Pattern: "/", Endpoint: "any", Charges: []costs.Charge{{Bucket: "core", Units: 1}}}}})
 	bucket := tollgate.Bucket{Limits: []quota.Limit{quota.PerFixedWindow(1<<40, time.Hour, time.Time{})}}
 	if announced {
-		bucket.Announced = "github/core"
+		bucket.Follows = "github/core"
 	}
 	tr, err := tollgate.New(tollgate.Config{
 		Base:    &countingUpstream{outside: outside, reset: time.Now().Add(time.Hour).Truncate(time.Second)},

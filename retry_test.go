@@ -64,7 +64,7 @@ func TestCheckRetryStopsOnQuotaError(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(150, time.Hour),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		OnDecision: d.hook,
 	})
 	client := newRetryClient(tr)

@@ -27,7 +27,7 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(150, time.Hour),
 		Scope:      tollgate.CredentialScope(func(r *http.Request) string { return r.URL.Query().Get("key") }),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.FailFast}, nil),
+		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Refuse}, nil),
 		Routes:     []tollgate.Route{{Name: "second project", Scope: tollgate.HashCredential(keyB), Rewrite: swapKey(keyB)}},
 		OnDecision: d.hook,
 		Logger:     slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -137,9 +137,9 @@ func TestTransportUnderACL(t *testing.T) {
 		Buckets: map[string]tollgate.Bucket{
 			"pool": {Limits: hour}, "tokens": {Limits: hour}, "leased": {Limits: hour},
 			"tight":    {Limits: []quota.Limit{quota.PerWindow(2, 300*time.Millisecond)}},
-			"capped":   {Limits: hour, InFlight: 1},
+			"capped":   {Limits: hour, MaxInFlight: 1},
 			"backfill": {Limits: []quota.Limit{quota.PerWindow(2, 300*time.Millisecond)}},
-			"core":     {Limits: []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})}, Announced: "github/core"},
+			"core":     {Limits: []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})}, Follows: "github/core"},
 		},
 		Policy: tollgate.Policies(tollgate.Policy{MaxWait: 5 * time.Second},
 			map[string]tollgate.Policy{"backfill": {MaxWait: 5 * time.Second, Priority: quota.Background}}),

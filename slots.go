@@ -10,7 +10,7 @@ import (
 	"github.com/tollgate/tollgate/quota"
 )
 
-// Caps on requests in flight (Bucket.InFlight). A request takes a slot of
+// Caps on requests in flight (Bucket.MaxInFlight). A request takes a slot of
 // each capped bucket it charges before its units are decided, so that it
 // is sent as soon as they are, and holds the slots until its response body
 // is read to its end or closed (response.go), or it fails. The Transport

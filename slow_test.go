@@ -50,7 +50,7 @@ func TestSlowRedis(t *testing.T) {
 		bound    time.Duration // 0: the round trips it takes
 		want     error
 	}{
-		{"deadline, error policy", tollgate.Policy{OnRefusal: tollgate.FailFast}, 50 * time.Millisecond, 50 * time.Millisecond, context.DeadlineExceeded},
+		{"deadline, error policy", tollgate.Policy{OnRefusal: tollgate.Refuse}, 50 * time.Millisecond, 50 * time.Millisecond, context.DeadlineExceeded},
 		{"deadline, wait policy", tollgate.Policy{}, 50 * time.Millisecond, 50 * time.Millisecond, context.DeadlineExceeded},
 		{"MaxWait with room", tollgate.Policy{MaxWait: 80 * time.Millisecond}, 0, 0, nil},
 	}

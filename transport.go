@@ -86,11 +86,11 @@ type Config struct {
 	// agree on it, as on the limits.
 	Transit time.Duration
 
-	// Local is the limiter of the FailLocal outage mode: one that this
+	// LocalLimiter is the limiter of the FailLocal outage mode: one that this
 	// process alone uses, such as quota.New on an in-process Redis
 	// (package quota/embedded). The Transport never closes it. Required,
 	// with LocalShare, by policies that use FailLocal.
-	Local *quota.Limiter
+	LocalLimiter *quota.Limiter
 
 	// LocalShare is the share of every limit the FailLocal outage mode
 	// lets this process spend while Redis is down, e.g. 0.125 for one of
@@ -102,9 +102,9 @@ type Config struct {
 	// requests may spend all of it. 0 means 0.8.
 	BackgroundShare float64
 
-	// Upstream reads every response for what it says about the quota. nil
+	// ReadResponse reads every response for what it says about the quota. nil
 	// means DefaultUpstream (a 429 pauses the scope for its Retry-After).
-	Upstream UpstreamFunc
+	ReadResponse UpstreamFunc
 
 	// OnDecision, when set, is called once per request with the decision,
 	// and again with each new decision of a request decided again because
@@ -132,7 +132,7 @@ type Config struct {
 	OnSettle DecisionHook
 
 	// OnReconcile, when set, is called when a response's announcement of
-	// a bucket's quota (Bucket.Announced) changed the shared count, taught
+	// a bucket's quota (Bucket.Follows) changed the shared count, taught
 	// a limit, or paused the bucket.
 	OnReconcile ReconcileHook
 
@@ -200,7 +200,7 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.Costs == nil {
 		return nil, configErrorf("Config.Costs is nil")
 	}
-	t := &Transport{cfg: cfg, base: cfg.Base, upstream: cfg.Upstream, now: time.Now}
+	t := &Transport{cfg: cfg, base: cfg.Base, upstream: cfg.ReadResponse, now: time.Now}
 	if t.base == nil {
 		t.base = http.DefaultTransport
 	}
@@ -222,11 +222,11 @@ func New(cfg Config) (*Transport, error) {
 	t.bgShare = share
 	t.redis = decider{lim: cfg.Limiter, limits: limits, background: shareOf(limits, share), caps: caps}
 	for name, b := range cfg.Buckets {
-		if b.Announced != "" {
+		if b.Follows != "" {
 			if t.announced == nil {
 				t.announced = make(map[string]string)
 			}
-			t.announced[name] = b.Announced
+			t.announced[name] = b.Follows
 		}
 	}
 	for i, r := range cfg.Routes {
@@ -237,12 +237,12 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.LocalShare < 0 || cfg.LocalShare > 1 || cfg.LocalShare != cfg.LocalShare {
 		return nil, configErrorf("LocalShare %v is not within (0, 1]", cfg.LocalShare)
 	}
-	if (cfg.Local == nil) != (cfg.LocalShare == 0) {
+	if (cfg.LocalLimiter == nil) != (cfg.LocalShare == 0) {
 		return nil, configErrorf("Local and LocalShare go together: set both for the FailLocal outage mode, or neither")
 	}
-	if cfg.Local != nil {
+	if cfg.LocalLimiter != nil {
 		local := shareOf(limits, cfg.LocalShare)
-		t.local = &decider{lim: cfg.Local, limits: local, background: shareOf(local, share), caps: capsOf(caps, cfg.LocalShare), local: true}
+		t.local = &decider{lim: cfg.LocalLimiter, limits: local, background: shareOf(local, share), caps: capsOf(caps, cfg.LocalShare), local: true}
 	}
 	if err := t.checkPolicies(); err != nil {
 		return nil, err
@@ -276,14 +276,14 @@ func (t *Transport) checkPolicy(p Policy) error {
 	switch {
 	case p.OnRefusal < WaitTurn || p.OnRefusal > Failover:
 		return errors.New("unknown OnRefusal action " + p.OnRefusal.String())
-	case p.AfterFailover != WaitTurn && p.AfterFailover != FailFast:
-		return errors.New("AfterFailover must be WaitTurn or FailFast, not " + p.AfterFailover.String())
+	case p.AfterFailover != WaitTurn && p.AfterFailover != Refuse:
+		return errors.New("AfterFailover must be WaitTurn or Refuse, not " + p.AfterFailover.String())
 	case p.OnRefusal == Failover && len(t.cfg.Routes) == 0:
 		return errors.New("the policy fails over, but Config.Routes is empty")
 	case p.OnOutage < FailClosed || p.OnOutage > FailLocal:
 		return errors.New("unknown OnOutage mode " + p.OnOutage.String())
 	case p.OnOutage == FailLocal && t.local == nil:
-		return errors.New("the policy uses the FailLocal outage mode, but Config.Local and LocalShare are not set")
+		return errors.New("the policy uses the FailLocal outage mode, but Config.LocalLimiter and LocalShare are not set")
 	}
 	return nil
 }

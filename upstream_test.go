@@ -43,11 +43,11 @@ func TestUpstreamSpentStopsEveryProcess(t *testing.T) {
 	})
 	one := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
-		Scope: tollgate.Scope("project-a"), Upstream: quotaExceeded,
+		Scope: tollgate.Scope("project-a"), ReadResponse: quotaExceeded,
 	})
 	two := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: limiterOn(t, srv.Client(t)), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
-		Scope: tollgate.Scope("project-a"), Upstream: quotaExceeded,
+		Scope: tollgate.Scope("project-a"), ReadResponse: quotaExceeded,
 	})
 
 	_, err := get(t, one, up.URL+"/v1/items")
@@ -68,7 +68,7 @@ func TestUpstreamSpentStopsEveryProcess(t *testing.T) {
 	up.setRespond(nil)
 	three := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(10000, 24*time.Hour),
-		Scope: tollgate.Scope("project-b"), Upstream: quotaExceeded,
+		Scope: tollgate.Scope("project-b"), ReadResponse: quotaExceeded,
 	})
 	if _, err := get(t, three, up.URL+"/v1/items"); err != nil {
 		t.Errorf("another project: %v", err)
@@ -86,7 +86,7 @@ func TestTooManyRequestsPausesTheScope(t *testing.T) {
 	})
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(1000, time.Hour),
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 	})
 	_, err := get(t, tr, up.URL+"/v1/items")
 	var qe *tollgate.QuotaError
@@ -112,7 +112,7 @@ func TestOtherResponsesPassThrough(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, body)
 	})
-	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: inProcess(t), Costs: table(t), Buckets: buckets(100, time.Hour), Upstream: quotaExceeded})
+	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: inProcess(t), Costs: table(t), Buckets: buckets(100, time.Hour), ReadResponse: quotaExceeded})
 	req, _ := http.NewRequest("GET", up.URL+"/v1/items", nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {

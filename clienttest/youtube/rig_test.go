@@ -73,7 +73,7 @@ func newRig(t *testing.T, granular bool, ro rigOptions) *rig {
 	if granular {
 		opts.Table = youtube.Granular(u.Host)
 	}
-	opts.Tollgate.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)
+	opts.Tollgate.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)
 	opts.Tollgate.OnDecision = func(_ context.Context, d tollgate.Decision) {
 		r.mu.Lock()
 		defer r.mu.Unlock()

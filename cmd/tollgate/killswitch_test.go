@@ -111,7 +111,7 @@ func TestPauseStopsALiveWorker(t *testing.T) {
 			"search": {Limits: []quota.Limit{quota.PerDay(1_000_000, la)}},
 		}
 		cfg.Lease = func(string, string) (int64, time.Duration) { return 1000, time.Minute }
-		cfg.Policy = func(costs.Endpoint) tollgate.Policy { return tollgate.Policy{OnRefusal: tollgate.FailFast} }
+		cfg.Policy = func(costs.Endpoint) tollgate.Policy { return tollgate.Policy{OnRefusal: tollgate.Refuse} }
 	})
 	start := time.Now()
 	workers := []*worker{

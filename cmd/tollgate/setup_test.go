@@ -97,7 +97,7 @@ func (e *env) process(t *testing.T, lim *quota.Limiter, change func(*tollgate.Co
 		Limiter: lim, Costs: tab, Transit: -1,
 		Buckets: map[string]tollgate.Bucket{
 			"pool":   {Limits: []quota.Limit{quota.PerDay(10000, la), quota.PerWindow(420, 100*time.Second)}, ReservePercent: 5},
-			"search": {Limits: []quota.Limit{quota.PerDay(100, la)}, InFlight: 4},
+			"search": {Limits: []quota.Limit{quota.PerDay(100, la)}, MaxInFlight: 4},
 		},
 		Scope: func(r *http.Request) (string, error) { return r.Header.Get("X-Project"), nil },
 	}

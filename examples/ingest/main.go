@@ -90,7 +90,7 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	rep := newReport(out, c.regions)
 	pol := tollgate.Policy{OnRefusal: tollgate.WaitTurn, MaxWait: c.waitLimit()}
 	if c.policy == "error" {
-		pol.OnRefusal = tollgate.FailFast
+		pol.OnRefusal = tollgate.Refuse
 	}
 	table := youtube.Granular(host.Host)
 	if c.table == "classic" {

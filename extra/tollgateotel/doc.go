@@ -24,7 +24,7 @@
 //	tollgate.rate_limiting.requests                  counter {request}: each request's decision, by tollgate.endpoint and tollgate.rate_limiting.result
 //	tollgate.rate_limiting.request.time_in_queue     histogram s: each wait for a turn, when it ends, by tollgate.endpoint and tollgate.rate_limiting.result
 //	tollgate.rate_limiting.queued_requests           updowncounter {request}: requests waiting for their turn, by tollgate.endpoint
-//	tollgate.rate_limiting.active_request_leases     updowncounter {request}: requests holding a slot of a cap on requests in flight (Bucket.InFlight), by tollgate.bucket
+//	tollgate.rate_limiting.active_request_leases     updowncounter {request}: requests holding a slot of a cap on requests in flight (Bucket.MaxInFlight), by tollgate.bucket
 //	tollgate.rate_limiting.units.charged             counter {unit}: units admitted requests spend, by tollgate.endpoint and tollgate.bucket
 //	tollgate.rate_limiting.units.refunded            counter {unit}: units a settled cost gave back (true cost below the estimate), by tollgate.endpoint and tollgate.bucket
 //	tollgate.rate_limiting.settlements               counter {request}: responses that told a true cost, by tollgate.endpoint and tollgate.rate_limiting.result (settled, estimate_kept)

@@ -24,7 +24,7 @@ const (
 )
 
 // announcedReason is the pause reason of a bucket paused because the
-// upstream announced that nothing was left of it (Bucket.Announced).
+// upstream announced that nothing was left of it (Bucket.Follows).
 const announcedReason = "announced"
 
 // Instrument returns cfg with its hooks wrapped to record the metrics:

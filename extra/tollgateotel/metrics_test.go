@@ -28,7 +28,7 @@ const (
 func TestRequestsByResult(t *testing.T) {
 	r := newRig(t, tollgate.Config{
 		Buckets: testBuckets(3, time.Hour),
-		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
+		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
 		Lease: func(scope, bucket string) (int64, time.Duration) {
 			if bucket == "tokens" {
 				return 5000, time.Minute
@@ -90,7 +90,7 @@ func TestOutage(t *testing.T) {
 			"search.list": {OnOutage: tollgate.FailOpen},
 			"report":      {OnOutage: tollgate.FailLocal},
 		}),
-		Local: inProcess(t), LocalShare: 0.5,
+		LocalLimiter: inProcess(t), LocalShare: 0.5,
 	})
 	ctx := context.Background()
 	if err := r.get(t, ctx, "/v1/items"); err != nil {
@@ -193,7 +193,7 @@ func TestWaitingRequests(t *testing.T) {
 // open.
 func TestSlotsInFlight(t *testing.T) {
 	b := testBuckets(1000, time.Hour)
-	b["search"] = tollgate.Bucket{Limits: b["search"].Limits, InFlight: 3}
+	b["search"] = tollgate.Bucket{Limits: b["search"].Limits, MaxInFlight: 3}
 	r := newRig(t, tollgate.Config{Buckets: b})
 	req, _ := http.NewRequest("GET", r.up.URL+"/v1/search", nil)
 	resp, err := r.tr.RoundTrip(req)
@@ -229,8 +229,8 @@ func TestSettledUnits(t *testing.T) {
 func TestUpstreamPauses(t *testing.T) {
 	r := newRig(t, tollgate.Config{
 		Buckets: testBuckets(1000, time.Hour),
-		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil),
-		Upstream: func(resp *http.Response, e costs.Endpoint) tollgate.Verdict {
+		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		ReadResponse: func(resp *http.Response, e costs.Endpoint) tollgate.Verdict {
 			if resp.StatusCode == http.StatusForbidden {
 				return tollgate.Verdict{Spent: true, Buckets: []string{"pool", "search"}, Pause: time.Minute, Reason: "quotaExceeded"}
 			}
@@ -323,7 +323,7 @@ func TestQuotaGauges(t *testing.T) {
 // pauses it, counted with the reason "announced".
 func TestAnnouncedPause(t *testing.T) {
 	b := testBuckets(1000, time.Hour)
-	b["tokens"] = tollgate.Bucket{Limits: []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})}, Announced: "github/core"}
+	b["tokens"] = tollgate.Bucket{Limits: []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})}, Follows: "github/core"}
 	r := newRig(t, tollgate.Config{Buckets: b, Transit: -1})
 	reset := time.Now().Add(time.Hour).Truncate(time.Second)
 	r.setRespond(func(w http.ResponseWriter, _ *http.Request) {

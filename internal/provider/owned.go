@@ -34,7 +34,7 @@ func (o Owned) Check(cfg tollgate.Config) error {
 		msg = "set bucket limits in " + o.Buckets + ", not Options.Tollgate.Buckets"
 	case cfg.Scope != nil && o.Scope != "":
 		msg = "Options.Tollgate.Scope is set: " + o.Scope
-	case cfg.Upstream != nil:
+	case cfg.ReadResponse != nil:
 		msg = "Options.Tollgate.Upstream is set: NewTransport reads " + o.Upstream + "'s responses itself"
 	default:
 		return nil

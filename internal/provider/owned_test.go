@@ -28,7 +28,7 @@ func TestOwnedRefusesWhatTheProviderSets(t *testing.T) {
 		"Costs":    {tollgate.Config{Costs: table}, "Options.Table"},
 		"Buckets":  {tollgate.Config{Buckets: map[string]tollgate.Bucket{}}, "Options.Limits"},
 		"Scope":    {tollgate.Config{Scope: tollgate.Scope("x")}, "by credential"},
-		"Upstream": {tollgate.Config{Upstream: tollgate.DefaultUpstream}, "P's responses"},
+		"Upstream": {tollgate.Config{ReadResponse: tollgate.DefaultUpstream}, "P's responses"},
 	} {
 		err := scoping.Check(c.cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), "p: ") || !strings.Contains(err.Error(), c.want) {

@@ -70,7 +70,7 @@ const (
 	// Content is the secondary limit of content-creating requests: 80 a
 	// minute and 500 an hour.
 	Content = "content"
-	// Concurrent caps the requests in flight at 100 (Bucket.InFlight); it
+	// Concurrent caps the requests in flight at 100 (Bucket.MaxInFlight); it
 	// is charged one unit per request, under a limit never reached.
 	Concurrent = "concurrent"
 )

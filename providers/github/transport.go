@@ -107,7 +107,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	upstream := Upstream(opts.Minute)
 	build := func(ct *costs.Table, buckets map[string]tollgate.Bucket, scope tollgate.ScopeFunc) (*tollgate.Transport, error) {
 		cfg := opts.Tollgate
-		cfg.Base, cfg.Limiter, cfg.Costs, cfg.Buckets, cfg.Scope, cfg.Upstream = opts.Base, lim, ct, buckets, scope, upstream
+		cfg.Base, cfg.Limiter, cfg.Costs, cfg.Buckets, cfg.Scope, cfg.ReadResponse = opts.Base, lim, ct, buckets, scope, upstream
 		tr, err := tollgate.New(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("github: %w", err)
@@ -191,7 +191,7 @@ func (o *Options) buckets(anonymous bool) map[string]tollgate.Bucket {
 	}
 	bucket := func(announced string, limits ...quota.Limit) tollgate.Bucket {
 		b := reserve
-		b.Limits, b.Announced = limits, announced
+		b.Limits, b.Follows = limits, announced
 		return b
 	}
 	core, search := int64(defaultCore), int64(defaultSearch)
@@ -210,7 +210,7 @@ func (o *Options) buckets(anonymous bool) map[string]tollgate.Bucket {
 		RESTPoints:    bucket("", quota.PerWindow(defaultRESTPoints, minute)),
 		GraphQLPoints: bucket("", quota.PerWindow(defaultGraphQLPoints, minute)),
 		Content:       bucket("", quota.PerWindow(defaultContentMinute, minute), quota.PerWindow(defaultContentHour, hour)),
-		Concurrent:    {Limits: []quota.Limit{quota.PerWindow(quota.MaxUnits, minute)}, InFlight: defaultInFlight},
+		Concurrent:    {Limits: []quota.Limit{quota.PerWindow(quota.MaxUnits, minute)}, MaxInFlight: defaultInFlight},
 	}
 }
 

@@ -41,7 +41,7 @@ func newRig(t *testing.T, cfg ghsim.Config) *rig {
 func (r *rig) transport(t *testing.T, opts Options) *Transport {
 	t.Helper()
 	if opts.Tollgate.Policy == nil {
-		opts.Tollgate.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)
+		opts.Tollgate.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)
 	}
 	tr, err := NewTransport(r.rdb, &opts)
 	if err != nil {
@@ -87,7 +87,7 @@ func TestNewTransportRefuses(t *testing.T) {
 	for name, opts := range map[string]Options{
 		"Tollgate.Base":      {Tollgate: tollgate.Config{Base: http.DefaultTransport}},
 		"Tollgate.Scope":     {Tollgate: tollgate.Config{Scope: tollgate.Scope("x")}},
-		"Tollgate.Upstream":  {Tollgate: tollgate.Config{Upstream: tollgate.DefaultUpstream}},
+		"Tollgate.Upstream":  {Tollgate: tollgate.Config{ReadResponse: tollgate.DefaultUpstream}},
 		"Tollgate.Buckets":   {Tollgate: tollgate.Config{Buckets: map[string]tollgate.Bucket{}}},
 		"negative reserve":   {ReserveUnits: -1},
 		"negative minute":    {Minute: -time.Second},
@@ -320,7 +320,7 @@ func TestCredentialsStayOut(t *testing.T) {
 func TestInFlightAcrossProcesses(t *testing.T) {
 	r := newRig(t, ghsim.Config{InFlight: 4, Latency: func(*http.Request) time.Duration { return 20 * time.Millisecond }})
 	capped := (&Options{}).buckets(false)[Concurrent]
-	capped.InFlight = 4
+	capped.MaxInFlight = 4
 	var wg sync.WaitGroup
 	var failed sync.Map
 	for p := range 3 {

@@ -57,7 +57,7 @@ const (
 // absurd n is a charge no limit holds: refused at once, never sent.
 //
 // OpenAI then reports what it counted in the x-ratelimit-remaining-*
-// headers, and tollgate holds its count to them (Bucket.Announced): a
+// headers, and tollgate holds its count to them (Bucket.Follows): a
 // count of its own below OpenAI's is corrected within a response.
 type Counting struct {
 	// CharsPerToken is the characters of a request body counted as one

@@ -172,7 +172,7 @@ func (o *Options) config() (tollgate.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("openai: %w", err)
 	}
-	cfg.Base, cfg.Costs, cfg.Upstream = o.Base, ct, Upstream()
+	cfg.Base, cfg.Costs, cfg.ReadResponse = o.Base, ct, Upstream()
 	return cfg, nil
 }
 
@@ -203,7 +203,7 @@ func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket
 		if perMinute == 0 && unannounced {
 			perMinute = maxUnits
 		}
-		b := tollgate.Bucket{ReservePercent: reserve, Announced: announced,
+		b := tollgate.Bucket{ReservePercent: reserve, Follows: announced,
 			Limits: []quota.Limit{quota.PerWindow(perMinute, minute)}}
 		if perDay > 0 {
 			b.Limits = append(b.Limits, quota.PerWindow(perDay, 24*60*minute))

@@ -270,7 +270,7 @@ func TestInsufficientQuota(t *testing.T) {
 // other model's.
 func TestRateLimitPausesTheModel(t *testing.T) {
 	h := newHarness(t, oaisim.Config{Models: map[string]oaisim.Limits{"tiny": {RPM: 2, TPM: 10000}}}, nil,
-		openai.Options{Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)}})
+		openai.Options{Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)}})
 	body := chat("tiny", "hi", 10)
 	for range 2 { // a client without tollgate spends the minute
 		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
@@ -340,7 +340,7 @@ func TestUnannouncedServer(t *testing.T) {
 
 	// Limits given apply to such a server.
 	h = newHarness(t, oaisim.Config{Silent: true}, nil, openai.Options{Limits: openai.Limits{RPM: 3},
-		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)}})
+		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)}})
 	for i := range 4 {
 		_, _, err := h.post("/v1/chat/completions", chat("llama", "hi", 10))
 		if (i < 2) != (err == nil) { // 3 less the 5% reserve, rounded up: 2
@@ -466,7 +466,7 @@ func TestNewTransportRefusesWhatCannotWork(t *testing.T) {
 		{"a reserve of 100%", nil, openai.Options{ReservePercent: 100}},
 		{"Base set twice", nil, openai.Options{Tollgate: tollgate.Config{Base: http.DefaultTransport}}},
 		{"buckets of its own", nil, openai.Options{Tollgate: tollgate.Config{Buckets: map[string]tollgate.Bucket{}}}},
-		{"an upstream reader of its own", nil, openai.Options{Tollgate: tollgate.Config{Upstream: tollgate.DefaultUpstream}}},
+		{"an upstream reader of its own", nil, openai.Options{Tollgate: tollgate.Config{ReadResponse: tollgate.DefaultUpstream}}},
 		{"FailLocal with no Local", nil, openai.Options{Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnOutage: tollgate.FailLocal}, nil)}}},
 	}
 	for _, c := range cases {

@@ -192,7 +192,7 @@ func (o *Options) config() (tollgate.Config, error) {
 		w := o.Window
 		reset = func(now time.Time) time.Time { return now.Add(w) }
 	}
-	cfg.Base, cfg.Costs, cfg.Buckets, cfg.Upstream = o.Base, ct, o.buckets(), Upstream(reset)
+	cfg.Base, cfg.Costs, cfg.Buckets, cfg.ReadResponse = o.Base, ct, o.buckets(), Upstream(reset)
 	return cfg, nil
 }
 

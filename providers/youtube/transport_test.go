@@ -111,7 +111,7 @@ func TestKeysOfOneProjectShareItsQuota(t *testing.T) {
 	tr := newTestTransport(t, f, nil, Options{
 		Pools:    map[string][]string{"project-a": {"A1", "A2"}, "project-b": {"B1"}},
 		Quota:    250,
-		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)},
+		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)},
 	})
 	search := f.URL + "/youtube/v3/search?part=snippet&q=go&key="
 	for _, k := range []string{"A1", "A2"} {
@@ -138,7 +138,7 @@ func TestFailoverToAnotherProject(t *testing.T) {
 	tr := newTestTransport(t, f, nil, Options{
 		Pools:    map[string][]string{"project-a": {"A1"}, "project-b": {"B1"}},
 		Quota:    100,
-		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.FailFast}, nil)},
+		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Refuse}, nil)},
 	})
 	search := f.URL + "/youtube/v3/search?part=snippet&q=go&key=A1"
 	for range 2 {
@@ -240,7 +240,7 @@ func TestNewTransportRefusesWhatCannotWork(t *testing.T) {
 		{"a cost table beside Table", nil, Options{Tollgate: tollgate.Config{Costs: &costs.Table{}}}},
 		{"buckets beside Buckets", nil, Options{Tollgate: tollgate.Config{Buckets: map[string]tollgate.Bucket{}}}},
 		{"a scope of its own", nil, Options{Tollgate: tollgate.Config{Scope: tollgate.Scope("x")}}},
-		{"an upstream reader of its own", nil, Options{Tollgate: tollgate.Config{Upstream: tollgate.DefaultUpstream}}},
+		{"an upstream reader of its own", nil, Options{Tollgate: tollgate.Config{ReadResponse: tollgate.DefaultUpstream}}},
 		{"a TokenPool that is no pool", nil, Options{TokenPool: "elsewhere"}},
 	}
 	for _, c := range cases {

@@ -49,7 +49,7 @@ func simTransport(t *testing.T, api *simAPI, keys []string, rdb redis.UniversalC
 	}
 	opts.ReservePercent = -1
 	if opts.Tollgate.Policy == nil {
-		opts.Tollgate.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)
+		opts.Tollgate.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)
 	}
 	tr, err := NewTransport(keys, rdb, &opts)
 	if err != nil {
