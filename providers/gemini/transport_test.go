@@ -333,3 +333,33 @@ func TestBodyNotJSONIsRefused(t *testing.T) {
 		t.Error("sent")
 	}
 }
+
+func TestKeyInQueryOrHeaderIsOneProject(t *testing.T) {
+	const model = "gemini-2.5-flash"
+	h := newHarness(t, gemsim.Config{Models: map[string]gemsim.Limits{model: {}}}, gemini.Options{})
+	if resp, _, err := h.post(model, "generateContent", text("by header")); err != nil || resp.StatusCode != 200 {
+		t.Fatal(resp, err)
+	}
+	req, _ := http.NewRequest("POST", "https://generativelanguage.googleapis.com/v1beta/models/"+model+":generateContent?key="+key, strings.NewReader(text("by query")))
+	resp, err := h.tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatal(resp, err)
+	}
+	resp.Body.Close()
+	if got := h.used(model, gemini.RPM); got != 2 {
+		t.Errorf("the key's project counts %d requests, want both", got)
+	}
+}
+
+func TestNamedProject(t *testing.T) {
+	const model = "gemini-2.5-flash"
+	h := newHarness(t, gemsim.Config{Models: map[string]gemsim.Limits{model: {}}},
+		gemini.Options{Tollgate: tollgate.Config{Scope: tollgate.Scope("my-project")}})
+	if resp, _, err := h.post(model, "generateContent", text("hello")); err != nil || resp.StatusCode != 200 {
+		t.Fatal(resp, err)
+	}
+	us, err := h.tr.Usage(context.Background(), "my-project/"+model, gemini.RPM)
+	if err != nil || len(us) != 1 || us[0].Used != 1 {
+		t.Errorf("my-project/%s: %v %v, want 1 request", model, us, err)
+	}
+}
