@@ -1,0 +1,487 @@
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/provider"
+	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
+)
+
+// ErrNoLimits matches the error of a request for a model that has no
+// limits: neither Options.Models nor Options.Limits nor FreeTier gives
+// any. Nothing was sent: a request is never sent unmetered.
+var ErrNoLimits = errors.New("gemini: no limits for the model")
+
+// ErrCountTokens matches the error of a request with parts given by URI
+// whose tokens the API's countTokens method could not count. Nothing was
+// sent.
+var ErrCountTokens = errors.New("gemini: countTokens failed")
+
+// Options tune NewTransport; the zero value means the defaults.
+type Options struct {
+	// Base sends the requests that are admitted, and the countTokens calls
+	// the Transport makes itself. nil means http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Limits are every model's limits, but those Models names; zero means
+	// FreeTier's, for the models it knows.
+	Limits Limits
+	// Models gives some models' limits, by model name ("gemini-2.5-flash"),
+	// replacing Limits and FreeTier for them.
+	Models map[string]Limits
+
+	// Counting says how inline media are counted; the zero value means
+	// the defaults.
+	Counting Counting
+
+	// ReservePercent is kept below every limit, rounded up; 0 means
+	// DefaultReservePercent, a negative value none.
+	ReservePercent float64
+	// Minute, when set, is how long a minute lasts, for tests and demos
+	// against a simulated server whose time runs faster; a day is then any
+	// 1,440 of them, since a simulation has no Pacific midnight. 0 means
+	// time.Minute, and the Pacific calendar day.
+	Minute time.Duration
+	// MaxBody bounds the request bodies read to count their tokens; 0
+	// means DefaultMaxBody.
+	MaxBody int64
+
+	// Tollgate holds the Transport's other settings: Policy, Lease,
+	// Transit, Local and LocalShare, the hooks and Logger. Its Scope, when
+	// set, names the project of a request instead of a hash of its key
+	// (e.g. tollgate.Scope("my-project") for several keys of one project),
+	// and must not contain "/": the model is joined to it after a "/".
+	// NewTransport fills in the rest: setting Base, Limiter, Costs,
+	// Buckets or Upstream here is an error.
+	Tollgate tollgate.Config
+}
+
+// Transport meters calls to the Gemini API: an http.RoundTripper that
+// charges each request to its model's buckets in its project. It reads the
+// body of each request to a model once, whole (up to Options.MaxBody),
+// before charging it. Build one with NewTransport; it is safe for
+// concurrent use. Close it when done.
+type Transport struct {
+	models   map[string]*tollgate.Transport // by model, as Options.Models names them
+	all      *tollgate.Transport            // Options.Limits; nil when zero
+	defaults map[string]*tollgate.Transport // FreeTier's, when Options.Limits is zero
+	free     *tollgate.Transport            // the free requests
+	project  tollgate.ScopeFunc             // Options.Tollgate.Scope; nil: by key
+	base     http.RoundTripper
+	counting Counting
+	maxBody  int64
+	owned    io.Closer // the in-process Redis, when NewTransport started one
+}
+
+// NewTransport returns a ready http.RoundTripper for the Gemini API, from a
+// Redis client shared by every process spending the same projects (nil
+// runs an in-process Redis, for a single process) and options (nil for the
+// defaults). It checks the whole configuration: an error here is one the
+// first request would otherwise meet.
+func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{models: map[string]*tollgate.Transport{}, defaults: map[string]*tollgate.Transport{},
+		project: opts.Tollgate.Scope, base: opts.Base, counting: opts.Counting, maxBody: opts.MaxBody}
+	if t.base == nil {
+		t.base = http.DefaultTransport
+	}
+	if t.maxBody == 0 {
+		t.maxBody = DefaultMaxBody
+	}
+	cfg.Scope = scopeOf
+	if rdb == nil {
+		local, err := embedded.New()
+		if err != nil {
+			return nil, fmt.Errorf("gemini: %w", err)
+		}
+		rdb, t.owned = local, local
+	}
+	if cfg.Limiter, err = quota.New(rdb); err != nil {
+		return nil, t.fail(fmt.Errorf("gemini: %w", err))
+	}
+	build := func(l Limits) (*tollgate.Transport, error) {
+		cfg.Buckets = opts.buckets(l)
+		tr, err := tollgate.New(cfg)
+		if err != nil {
+			return nil, t.fail(fmt.Errorf("gemini: %w", err))
+		}
+		return tr, nil
+	}
+	if t.free, err = build(Limits{}); err != nil {
+		return nil, err
+	}
+	for m, l := range opts.Models {
+		if t.models[modelKey(m)], err = build(l); err != nil {
+			return nil, err
+		}
+	}
+	if !opts.Limits.zero() {
+		if t.all, err = build(opts.Limits); err != nil {
+			return nil, err
+		}
+	} else {
+		for m, l := range freeTier {
+			if t.defaults[m], err = build(l); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return t, nil
+}
+
+// modelKey is a model's name without the API's "models/" prefix.
+func modelKey(m string) string { return strings.TrimPrefix(m, "models/") }
+
+// config checks the options and assembles the tollgate.Config they ask
+// for, all but the scope, buckets and limiter.
+func (o *Options) config() (tollgate.Config, error) {
+	cfg := o.Tollgate
+	owned := provider.Owned{Provider: "gemini", Upstream: "Gemini", Buckets: "Options.Limits and Options.Models"}
+	if err := owned.Check(cfg); err != nil {
+		return cfg, err
+	}
+	switch {
+	case o.Minute < 0:
+		return cfg, fmt.Errorf("gemini: Options.Minute is %v; it must not be negative", o.Minute)
+	case o.MaxBody < 0:
+		return cfg, fmt.Errorf("gemini: Options.MaxBody is %d; it must not be negative", o.MaxBody)
+	case o.ReservePercent >= 100 || o.ReservePercent != o.ReservePercent:
+		return cfg, fmt.Errorf("gemini: Options.ReservePercent is %v; it must be under 100", o.ReservePercent)
+	}
+	c := o.Counting
+	if c.ImageBytesPerTile < 0 || c.AudioBytesPerSecond < 0 || c.VideoBytesPerSecond < 0 {
+		return cfg, fmt.Errorf("gemini: Options.Counting %+v: counts must not be negative", c)
+	}
+	for m, l := range o.Models {
+		if modelKey(m) == "" || strings.Contains(modelKey(m), "/") {
+			return cfg, fmt.Errorf("gemini: Options.Models has a model named %q; name models as the API does, e.g. \"gemini-2.5-flash\"", m)
+		}
+		if err := l.check(); err != nil {
+			return cfg, fmt.Errorf("gemini: Options.Models[%q]: %w", m, err)
+		}
+		if l.zero() {
+			return cfg, fmt.Errorf("gemini: Options.Models[%q] sets no limit", m)
+		}
+	}
+	if err := o.Limits.check(); err != nil {
+		return cfg, fmt.Errorf("gemini: Options.Limits: %w", err)
+	}
+	ct, err := costs.New(Table())
+	if err != nil {
+		return cfg, fmt.Errorf("gemini: %w", err)
+	}
+	cfg.Base, cfg.Costs, cfg.Upstream = o.Base, ct, upstream(o.Minute)
+	return cfg, nil
+}
+
+// check reports limits that are negative.
+func (l Limits) check() error {
+	if l.RPM < 0 || l.TPM < 0 || l.RPD < 0 {
+		return fmt.Errorf("limits %+v must not be negative", l)
+	}
+	return nil
+}
+
+// buckets returns the RPM, RPD and TPM buckets of a model with limits l;
+// a limit of 0 is not enforced.
+func (o *Options) buckets(l Limits) map[string]tollgate.Bucket {
+	minute := o.Minute
+	if minute == 0 {
+		minute = time.Minute
+	}
+	reserve := o.ReservePercent
+	switch {
+	case reserve == 0:
+		reserve = DefaultReservePercent
+	case reserve < 0:
+		reserve = 0
+	}
+	orMax := func(n int64) int64 {
+		if n == 0 {
+			return maxUnits
+		}
+		return n
+	}
+	day := quota.PerDay(orMax(l.RPD), pacific)
+	if o.Minute != 0 {
+		day = quota.PerWindow(orMax(l.RPD), 1440*minute)
+	}
+	return map[string]tollgate.Bucket{
+		RPM: {ReservePercent: reserve, Limits: []quota.Limit{quota.PerWindow(orMax(l.RPM), minute)}},
+		RPD: {ReservePercent: reserve, Limits: []quota.Limit{day}},
+		TPM: {ReservePercent: reserve, Limits: []quota.Limit{quota.PerWindow(orMax(l.TPM), minute)}},
+	}
+}
+
+// fail releases what NewTransport started before returning err.
+func (t *Transport) fail(err error) error {
+	t.Close()
+	return err
+}
+
+// scopeKey carries a request's scope in its context, from RoundTrip to the
+// Transports' ScopeFunc.
+type scopeKey struct{}
+
+// scopeOf is the ScopeFunc of the Transports: the scope RoundTrip named.
+func scopeOf(req *http.Request) (string, error) {
+	if s, ok := req.Context().Value(scopeKey{}).(string); ok {
+		return s, nil
+	}
+	return "", errors.New("gemini: the request did not come through the Transport's RoundTrip")
+}
+
+// forModel returns the Transport of a model's limits, or nil when it has
+// none: Options.Models, then Options.Limits, then FreeTier.
+func (t *Transport) forModel(model string) *tollgate.Transport {
+	if tr, ok := t.models[model]; ok {
+		return tr
+	}
+	if t.all != nil {
+		return t.all
+	}
+	return t.defaults[model]
+}
+
+// RoundTrip charges the request to its model's buckets and sends it, as
+// tollgate.Transport.RoundTrip does. It never modifies req, and closes its
+// body on every path. Besides tollgate's errors, it fails before sending
+// anything with an error matching ErrNoLimits for a model that has no
+// limits, ErrBody for a body that is not a JSON object or is larger than
+// Options.MaxBody, and ErrCountTokens when a request with parts by URI
+// could not be counted.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	m, model := methodOf(req.Method, req.URL.Path)
+	project := projectOf(req)
+	if t.project != nil {
+		var err error
+		if project, err = t.project(req); err != nil || project == "" || strings.Contains(project, "/") {
+			closeBody(req)
+			return nil, fmt.Errorf("gemini: the scope func named the project %q (%v): it must be a name without \"/\"", project, err)
+		}
+	}
+	ctx := req.Context()
+	if m == other || m == countTokensFor {
+		return t.free.RoundTrip(req.WithContext(context.WithValue(ctx, scopeKey{}, project)))
+	}
+	tr := t.forModel(model)
+	if tr == nil {
+		closeBody(req)
+		return nil, fmt.Errorf("%w %q: give it in Options.Models or Options.Limits (%s %s)", ErrNoLimits, modelName(model), methodNames[m], req.URL.Path)
+	}
+	body, err := t.readBody(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s %s)", err, methodNames[m], req.URL.Path)
+	}
+	f, err := parse(m, body)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s %s)", err, methodNames[m], req.URL.Path)
+	}
+	r := &read{facts: f, tokens: t.counting.tokens(f)}
+	if f.uris > 0 {
+		if r.tokens, err = t.countTokens(req, m, model, body); err != nil {
+			return nil, err
+		}
+	}
+	ctx = context.WithValue(withRead(ctx, r), scopeKey{}, scopeName(project, model))
+	out := req.Clone(ctx)
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+	return tr.RoundTrip(out)
+}
+
+// countTokens asks the API's countTokens method for a request's input
+// tokens, with the request's credentials, through Base: it is free.
+func (t *Transport) countTokens(req *http.Request, m method, model string, body []byte) (int64, error) {
+	var top map[string]any
+	if err := json.Unmarshal(body, &top); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrCountTokens, err)
+	}
+	var ask any
+	switch m {
+	case generate, stream:
+		top["model"] = "models/" + model
+		ask = map[string]any{"generateContentRequest": top}
+	default:
+		var contents []any
+		if c, ok := top["content"]; ok {
+			contents = append(contents, c)
+		}
+		reqs, _ := top["requests"].([]any)
+		for _, e := range reqs {
+			if o, ok := e.(map[string]any); ok && o["content"] != nil {
+				contents = append(contents, o["content"])
+			}
+		}
+		ask = map[string]any{"contents": contents}
+	}
+	b, err := json.Marshal(ask)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrCountTokens, err)
+	}
+	u := *req.URL
+	i := strings.LastIndex(u.Path, ":")
+	u.Path = u.Path[:i] + ":countTokens"
+	u.RawPath = ""
+	q := u.Query()
+	q.Del("alt")
+	u.RawQuery = q.Encode()
+	creq, err := http.NewRequestWithContext(req.Context(), http.MethodPost, u.String(), bytes.NewReader(b))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrCountTokens, err)
+	}
+	for _, h := range []string{"X-Goog-Api-Key", "Authorization", "X-Goog-User-Project", "X-Goog-Api-Client", "User-Agent"} {
+		if v := req.Header.Get(h); v != "" {
+			creq.Header.Set(h, v)
+		}
+	}
+	creq.Header.Set("Content-Type", "application/json")
+	resp, err := t.base.RoundTrip(creq)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrCountTokens, scrub(err, req))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return 0, fmt.Errorf("%w: the API answered %d", ErrCountTokens, resp.StatusCode)
+	}
+	var answer struct {
+		TotalTokens int64 `json:"totalTokens"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&answer); err != nil || answer.TotalTokens <= 0 {
+		return 0, fmt.Errorf("%w: its answer tells no totalTokens (%v)", ErrCountTokens, err)
+	}
+	return min(answer.TotalTokens, maxUnits), nil
+}
+
+// scrub returns an error about a request with its key= removed from the
+// URL it may quote.
+func scrub(err error, req *http.Request) error {
+	k := req.URL.Query().Get("key")
+	if k == "" {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), k, "[redacted]"))
+}
+
+// readBody reads and closes the body of a request to a model.
+func (t *Transport) readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(req.Body, t.maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading it: %v", ErrBody, err)
+	}
+	if int64(len(b)) > t.maxBody {
+		return nil, fmt.Errorf("%w: it is larger than %d bytes (Options.MaxBody)", ErrBody, t.maxBody)
+	}
+	return b, nil
+}
+
+// closeBody closes the body of a request that is not sent.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// transports returns every Transport t holds.
+func (t *Transport) transports() []*tollgate.Transport {
+	var all []*tollgate.Transport
+	for _, tr := range []*tollgate.Transport{t.free, t.all} {
+		if tr != nil {
+			all = append(all, tr)
+		}
+	}
+	for _, m := range []map[string]*tollgate.Transport{t.models, t.defaults} {
+		for _, tr := range m {
+			if tr != nil {
+				all = append(all, tr)
+			}
+		}
+	}
+	return all
+}
+
+// forScope returns the Transport of a scope's model.
+func (t *Transport) forScope(scope string) (*tollgate.Transport, error) {
+	_, model, ok := strings.Cut(scope, "/")
+	if !ok {
+		return t.free, nil
+	}
+	for m, tr := range t.models {
+		if modelName(m) == model {
+			return tr, nil
+		}
+	}
+	if t.all != nil {
+		return t.all, nil
+	}
+	if tr := t.defaults[model]; tr != nil {
+		return tr, nil
+	}
+	return nil, fmt.Errorf("%w %q", ErrNoLimits, model)
+}
+
+// Usage reads how much of each limit of a bucket (RPM, RPD or TPM) is
+// spent in a scope (see Scope), as tollgate.Transport.Usage does.
+func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
+	tr, err := t.forScope(scope)
+	if err != nil {
+		return nil, err
+	}
+	return tr.Usage(ctx, scope, bucket)
+}
+
+// Pause stops a scope's bucket ("" for all of the scope's) for every
+// process, for d, as tollgate.Transport.Pause does.
+func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
+	tr, err := t.forScope(scope)
+	if err != nil {
+		return err
+	}
+	return tr.Pause(ctx, scope, bucket, d)
+}
+
+// CloseIdleConnections closes the idle connections of Base, when it can;
+// http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() {
+	if t.free != nil {
+		t.free.CloseIdleConnections()
+	}
+}
+
+// Close releases the Transport, and the in-process Redis if NewTransport
+// started one.
+func (t *Transport) Close() error {
+	var errs []error
+	for _, tr := range t.transports() {
+		errs = append(errs, tr.Close())
+	}
+	if t.owned != nil {
+		errs = append(errs, t.owned.Close())
+	}
+	return errors.Join(errs...)
+}
