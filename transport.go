@@ -7,7 +7,8 @@
 // package's Example is a whole program against a local server. For a known
 // upstream, a provider's NewTransport does all of it in one call:
 // providers/youtube (YouTube Data API v3), providers/github (GitHub REST and
-// GraphQL), providers/openai (OpenAI and servers that speak its protocol).
+// GraphQL), providers/openai (OpenAI and servers that speak its protocol),
+// providers/gemini (Google's Gemini API).
 //
 // For each request a Transport looks up its unit cost in the cost table,
 // names the quota pool the request spends from (its scope), and asks the

@@ -6,7 +6,7 @@
 // [Limiter.Reserve] or [Limiter.Wait] with the call's charges ([Charge]);
 // the package's Example is whole. Most programs never call a Limiter themselves: they hand it to
 // tollgate.New, or let a provider's NewTransport (providers/youtube,
-// providers/github, providers/openai) make one, and the Transport asks it
+// providers/github, providers/openai, providers/gemini) make one, and the Transport asks it
 // for every request.
 //
 // A [Limiter] keeps, for every scope (a quota pool, such as a Cloud project),

@@ -43,7 +43,7 @@ func TestSDKSeesRefusals(t *testing.T) {
 			api := httptest.NewServer(sim)
 			defer api.Close()
 			tr, err := gemini.NewTransport(nil, &gemini.Options{ReservePercent: -1, Models: map[string]gemini.Limits{model: c.told},
-				Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)}})
+				Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)}})
 			if err != nil {
 				t.Fatal(err)
 			}

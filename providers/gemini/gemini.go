@@ -23,6 +23,10 @@
 // RESOURCE_EXHAUSTED names the limit it hit in a google.rpc.QuotaFailure:
 // that bucket alone pauses, for every worker, for the google.rpc.RetryInfo
 // delay (a day's limit: until the Pacific midnight). See [Upstream].
+//
+// The other providers are providers/youtube, providers/github and
+// providers/openai; for any other upstream, tollgate.New takes a cost
+// table and limits of your own.
 package gemini
 
 import (
@@ -68,9 +72,11 @@ type Limits struct {
 // zero reports limits with none set.
 func (l Limits) zero() bool { return l == Limits{} }
 
-// freeTier are the free tier's limits of some current models, from the
-// rate limits page (https://ai.google.dev/gemini-api/docs/rate-limits,
-// "Free Tier", as of 2026). Google changes them: they are data, and
+// freeTier are the free tier's limits of some current models, as the rate
+// limits page (https://ai.google.dev/gemini-api/docs/rate-limits, "Free
+// Tier") listed them in 2025. Google changes them without notice, and
+// reports have it lowering some day limits since: the project's own
+// limits in Google AI Studio are the truth. They are data, and
 // Options.Limits and Options.Models replace them.
 var freeTier = map[string]Limits{
 	"gemini-2.5-pro":        {RPM: 5, TPM: 250000, RPD: 100},

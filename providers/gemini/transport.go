@@ -189,7 +189,7 @@ func (o *Options) config() (tollgate.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("gemini: %w", err)
 	}
-	cfg.Base, cfg.Costs, cfg.Upstream = o.Base, ct, upstream(o.Minute)
+	cfg.Base, cfg.Costs, cfg.ReadResponse = o.Base, ct, upstream(o.Minute)
 	return cfg, nil
 }
 

@@ -260,7 +260,7 @@ func TestRefusalPausesTheBucketNamed(t *testing.T) {
 			big := gemini.Limits{RPM: 1000, TPM: 1000000, RPD: 100000}
 			h := newHarness(t, gemsim.Config{Models: map[string]gemsim.Limits{model: c.sim, other: {RPM: 100}}, Minute: time.Second},
 				gemini.Options{Limits: big, Minute: time.Second,
-					Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.FailFast}, nil)}})
+					Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)}})
 			prompt := text(strings.Repeat("a", 100)) // 25 tokens
 			for i := range c.calls {
 				if resp, out, err := h.post(model, "generateContent", prompt); err != nil || resp.StatusCode != 200 {

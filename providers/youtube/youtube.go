@@ -5,7 +5,8 @@
 // in-process Redis, for a single process, and nil options the defaults.
 // The package's Example runs it against a local server, and go run
 // ./examples/ingest runs eight regions on one quota against a simulated
-// API. The other providers are providers/github and providers/openai; for
+// API. The other providers are providers/github, providers/openai and
+// providers/gemini; for
 // any other upstream, tollgate.New takes a cost table and limits of your
 // own.
 //
