@@ -407,10 +407,19 @@ end
 -- Where the units of a call admitted at instant at are counted: the first
 -- entry dated at or after it, when that entry lies in its slice. Returns
 -- 0 for the open slice, the entry's index in the log (from 0), or nil.
+-- A day's or fixed window's slices start at its own start, read from the
+-- span sent, not the meta's grid: that is the newest entry's, which a hold
+-- in a later window moves there while the calls before it still count.
 local function find(L, at)
-  if L.sum <= L.leased or L.slice == 0 then return nil end
-  local s = L.origin + math.floor((at - L.origin) / L.slice) * L.slice
-  if at < L.origin then return nil end -- a day gone by: nothing counts there
+  if L.sum <= L.leased then return nil end
+  local s, origin, length
+  if L.window == 0 then
+    s, origin, length = slice_of(L, at)
+    if not s then return nil end -- beyond the days sent
+  else
+    if L.slice == 0 then return nil end
+    s, length = L.origin + math.floor((at - L.origin) / L.slice) * L.slice, L.slice
+  end
   local found, ts = nil, nil
   if L.open.u > 0 and L.open.t >= at then found, ts = 0, L.open.t end
   local n = redis.call('LLEN', L.log)
@@ -427,7 +436,7 @@ local function find(L, at)
     end
     if to >= 0 then to = to - BATCH end
   end
-  if not found or ts >= s + L.slice then return nil end
+  if not found or ts >= s + length then return nil end
   return found
 end
 
