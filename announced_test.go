@@ -327,11 +327,13 @@ func spendBesideOutsider(t *testing.T, dialect, announced string) (refused int, 
 // first response, then within the announced limit; when the upstream
 // lowers it to 20, then raises it to 40, no request sent after a
 // Transport read the new limit in a response is refused, and the raised
-// limit is used.
+// limit is the one enforced.
 func TestLearnedLimit(t *testing.T) {
 	s := redistest.Start(t)
 	const window = 2 * time.Second
-	base := time.Now().UnixNano()/int64(window) + 1 // the run starts with the next window
+	// The run starts with the window after next: the setup below, slow on
+	// a loaded machine, is then over before its first window begins.
+	base := time.Now().UnixNano()/int64(window) + 2
 	var answered atomic.Bool
 	up := newAnnouncer(t, "ratelimit", 50, window, func(a *announcer) {
 		a.limit = func(k int64) int64 {
@@ -359,6 +361,7 @@ func TestLearnedLimit(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(6*window))
 	defer cancel()
 	var wg sync.WaitGroup
+	var transports []*tollgate.Transport
 	for range 2 {
 		lim, err := quota.New(redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 120}))
 		if err != nil {
@@ -383,6 +386,7 @@ func TestLearnedLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tr.Close()
+		transports = append(transports, tr)
 		client := &http.Client{Transport: tr}
 		for range 100 {
 			wg.Go(func() {
@@ -420,12 +424,16 @@ func TestLearnedLimit(t *testing.T) {
 		}
 	}
 	// Each limit is followed from the response that announced it on: the
-	// requests sent after both Transports read it, until the upstream
-	// changes it, are never refused. (The first, 50, one Transport may
-	// learn from the other through Redis, before it sends anything.)
+	// requests sent after the Transports read it, until the upstream
+	// changes it, are never refused. A Transport may learn a limit from
+	// the other through Redis instead (the first, 50, before it sends
+	// anything; a later one when it records an older response after the
+	// other recorded the new limit), and then no response of its own
+	// reports it; one that never learned a lowered limit sends beyond it,
+	// and is refused.
 	for i, l := range []int64{50, 20, 40} {
-		if want := min(i+1, 2); len(learnedAt[l]) < want {
-			t.Errorf("limit %d: read by %d Transports in a response, want %d", l, len(learnedAt[l]), want)
+		if len(learnedAt[l]) == 0 {
+			t.Errorf("limit %d: read by no Transport in a response", l)
 			continue
 		}
 		read := slices.MaxFunc(learnedAt[l], time.Time.Compare)
@@ -437,11 +445,27 @@ func TestLearnedLimit(t *testing.T) {
 			}
 		}
 		if refused > 0 {
-			t.Errorf("limit %d: %d requests sent after both Transports read it were refused", l, refused)
+			t.Errorf("limit %d: %d requests sent after the Transports read it were refused", l, refused)
 		}
 	}
-	if up.mine[base+5] <= 20 {
-		t.Errorf("tollgate used %d in the second window of 40, want more than the 20 before", up.mine[base+5])
+	// The raised limit is the one enforced, by both Transports, and it is
+	// spent. How much of it is not checked: after the limit is lowered,
+	// the requests that waited are decided again behind holds still
+	// queued in later windows (the other Transport's, or their own, given
+	// back one by one), so that a window or two after each change stay
+	// underused, and the clients told to come back at the same instant
+	// wake together (docs/announced.md).
+	for i, tr := range transports {
+		u, err := tr.Usage(context.Background(), "shared-credential", "pool")
+		if err != nil || len(u) == 0 {
+			t.Fatalf("Transport %d: Usage = %v, %v", i, u, err)
+		}
+		if want := int64(40 - 4); u[0].Limit.Units != want { // less the 10% reserve
+			t.Errorf("Transport %d enforces %v after the upstream raised its limit to 40, want %d units", i, u[0].Limit, want)
+		}
+	}
+	if up.mine[base+4]+up.mine[base+5] == 0 {
+		t.Errorf("tollgate used nothing in the windows of 40")
 	}
 	t.Logf("tollgate used per window: %d %d | %d %d | %d %d", up.mine[base], up.mine[base+1], up.mine[base+2], up.mine[base+3], up.mine[base+4], up.mine[base+5])
 }
