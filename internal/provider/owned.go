@@ -1,9 +1,10 @@
 // Package provider holds what tollgate's provider packages (youtube,
-// github, openai) share beyond the root package.
+// github, openai, gemini) share beyond the root package.
 package provider
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tollgate/tollgate"
 )
@@ -35,9 +36,31 @@ func (o Owned) Check(cfg tollgate.Config) error {
 	case cfg.Scope != nil && o.Scope != "":
 		msg = "Options.Tollgate.Scope is set: " + o.Scope
 	case cfg.ReadResponse != nil:
-		msg = "Options.Tollgate.Upstream is set: NewTransport reads " + o.Upstream + "'s responses itself"
+		msg = "Options.Tollgate.ReadResponse is set: NewTransport reads " + o.Upstream + "'s responses itself"
 	default:
 		return nil
 	}
 	return fmt.Errorf("%s: %s", o.Provider, msg)
+}
+
+// Sizes are the options of the providers that read request bodies and may
+// run on a scaled clock (openai, gemini), checked alike.
+type Sizes struct {
+	Minute         time.Duration // Options.Minute: 0 for real minutes
+	MaxBody        int64         // Options.MaxBody: 0 for the default
+	ReservePercent float64       // Options.ReservePercent: 0 for the default
+}
+
+// Check returns an error naming the first of the sizes that cannot work,
+// prefixed with the provider's name, or nil.
+func (s Sizes) Check(provider string) error {
+	switch {
+	case s.Minute < 0:
+		return fmt.Errorf("%s: Options.Minute is %v; it must not be negative", provider, s.Minute)
+	case s.MaxBody < 0:
+		return fmt.Errorf("%s: Options.MaxBody is %d; it must not be negative", provider, s.MaxBody)
+	case s.ReservePercent >= 100 || s.ReservePercent != s.ReservePercent:
+		return fmt.Errorf("%s: Options.ReservePercent is %v; it must be under 100", provider, s.ReservePercent)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,11 +25,11 @@ func TestOwnedRefusesWhatTheProviderSets(t *testing.T) {
 		cfg  tollgate.Config
 		want string
 	}{
-		"Base":     {tollgate.Config{Base: http.DefaultTransport}, "Options.Base"},
-		"Costs":    {tollgate.Config{Costs: table}, "Options.Table"},
-		"Buckets":  {tollgate.Config{Buckets: map[string]tollgate.Bucket{}}, "Options.Limits"},
-		"Scope":    {tollgate.Config{Scope: tollgate.Scope("x")}, "by credential"},
-		"Upstream": {tollgate.Config{ReadResponse: tollgate.DefaultUpstream}, "P's responses"},
+		"Base":         {tollgate.Config{Base: http.DefaultTransport}, "Options.Base"},
+		"Costs":        {tollgate.Config{Costs: table}, "Options.Table"},
+		"Buckets":      {tollgate.Config{Buckets: map[string]tollgate.Bucket{}}, "Options.Limits"},
+		"Scope":        {tollgate.Config{Scope: tollgate.Scope("x")}, "by credential"},
+		"ReadResponse": {tollgate.Config{ReadResponse: tollgate.DefaultUpstream}, "Options.Tollgate.ReadResponse is set: NewTransport reads P's responses"},
 	} {
 		err := scoping.Check(c.cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), "p: ") || !strings.Contains(err.Error(), c.want) {
@@ -41,5 +42,30 @@ func TestOwnedRefusesWhatTheProviderSets(t *testing.T) {
 	leaves := Owned{Provider: "p", Upstream: "P", Buckets: "Options.Limits"}
 	if err := leaves.Check(tollgate.Config{Scope: tollgate.Scope("x")}); err != nil {
 		t.Errorf("a scope where the provider leaves it to the user: %v", err)
+	}
+}
+
+// TestSizesNameWhatCannotWork: a negative minute or body bound and a
+// reserve of 100% or more (or NaN) are refused, naming the option; zeros,
+// the defaults, pass.
+func TestSizesNameWhatCannotWork(t *testing.T) {
+	for _, c := range []struct {
+		sizes Sizes
+		want  string // "" for no error
+	}{
+		{Sizes{}, ""},
+		{Sizes{Minute: time.Second, MaxBody: 1 << 20, ReservePercent: 99.5}, ""},
+		{Sizes{Minute: -time.Second}, "p: Options.Minute is -1s"},
+		{Sizes{MaxBody: -1}, "p: Options.MaxBody is -1"},
+		{Sizes{ReservePercent: 100}, "p: Options.ReservePercent is 100"},
+		{Sizes{ReservePercent: math.NaN()}, "p: Options.ReservePercent is NaN"},
+	} {
+		err := c.sizes.Check("p")
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: %v, want no error", c.sizes, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%+v: %v, want an error starting %q", c.sizes, err, c.want)
+		}
 	}
 }

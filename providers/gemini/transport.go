@@ -159,13 +159,8 @@ func (o *Options) config() (tollgate.Config, error) {
 	if err := owned.Check(cfg); err != nil {
 		return cfg, err
 	}
-	switch {
-	case o.Minute < 0:
-		return cfg, fmt.Errorf("gemini: Options.Minute is %v; it must not be negative", o.Minute)
-	case o.MaxBody < 0:
-		return cfg, fmt.Errorf("gemini: Options.MaxBody is %d; it must not be negative", o.MaxBody)
-	case o.ReservePercent >= 100 || o.ReservePercent != o.ReservePercent:
-		return cfg, fmt.Errorf("gemini: Options.ReservePercent is %v; it must be under 100", o.ReservePercent)
+	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("gemini"); err != nil {
+		return cfg, err
 	}
 	c := o.Counting
 	if c.ImageBytesPerTile < 0 || c.AudioBytesPerSecond < 0 || c.VideoBytesPerSecond < 0 {

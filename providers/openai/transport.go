@@ -144,13 +144,8 @@ func (o *Options) config() (tollgate.Config, error) {
 	if err := owned.Check(cfg); err != nil {
 		return cfg, err
 	}
-	switch {
-	case o.Minute < 0:
-		return cfg, fmt.Errorf("openai: Options.Minute is %v; it must not be negative", o.Minute)
-	case o.MaxBody < 0:
-		return cfg, fmt.Errorf("openai: Options.MaxBody is %d; it must not be negative", o.MaxBody)
-	case o.ReservePercent >= 100 || o.ReservePercent != o.ReservePercent:
-		return cfg, fmt.Errorf("openai: Options.ReservePercent is %v; it must be under 100", o.ReservePercent)
+	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("openai"); err != nil {
+		return cfg, err
 	}
 	c := o.Counting
 	if c.CharsPerToken < 0 || c.OutputTokens < 0 || c.MediaTokens < 0 {
