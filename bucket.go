@@ -55,7 +55,7 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 		return nil, configErrorf("bucket %q: reserve must be at least zero and under 100%%", name)
 	}
 	if b.MaxInFlight < 0 {
-		return nil, configErrorf("bucket %q: InFlight %d: a cap must allow at least one request, or be 0 for none", name, b.MaxInFlight)
+		return nil, configErrorf("bucket %q: MaxInFlight %d: a cap must allow at least one request, or be 0 for none", name, b.MaxInFlight)
 	}
 	out := make([]quota.Limit, len(b.Limits))
 	for i, l := range b.Limits {

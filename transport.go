@@ -239,7 +239,7 @@ func New(cfg Config) (*Transport, error) {
 		return nil, configErrorf("LocalShare %v is not within (0, 1]", cfg.LocalShare)
 	}
 	if (cfg.LocalLimiter == nil) != (cfg.LocalShare == 0) {
-		return nil, configErrorf("Local and LocalShare go together: set both for the FailLocal outage mode, or neither")
+		return nil, configErrorf("LocalLimiter and LocalShare go together: set both for the FailLocal outage mode, or neither")
 	}
 	if cfg.LocalLimiter != nil {
 		local := shareOf(limits, cfg.LocalShare)
