@@ -20,6 +20,9 @@ type Decision struct {
 	// Route is the failover route that was admitted, by name; empty for
 	// the request's own scope.
 	Route string
+	// Caller names who the request was made for, as its context said
+	// (WithCaller), e.g. "php-cron"; empty when it said nothing.
+	Caller string
 	// Charges are the units asked of each bucket, e.g. [{pool 100}].
 	Charges []costs.Charge
 	// Admitted reports that the request may be sent (now, or after Waited).
@@ -122,6 +125,7 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 	d := Decision{
 		Endpoint:  c.endpoint.Name,
 		Scope:     o.scope(c),
+		Caller:    CallerOf(ctx),
 		Charges:   c.endpoint.Charges,
 		Admitted:  err == nil,
 		Waited:    o.waited,
@@ -179,7 +183,7 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 // waiting calls the wait hook for a request about to sleep until r is due.
 func (t *Transport) waiting(ctx context.Context, c *call, r *quota.Reservation) {
 	if t.cfg.OnWait != nil {
-		t.cfg.OnWait(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Charges: c.endpoint.Charges, Admitted: true, At: r.Time()})
+		t.cfg.OnWait(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Caller: CallerOf(ctx), Charges: c.endpoint.Charges, Admitted: true, At: r.Time()})
 	}
 }
 
@@ -187,7 +191,7 @@ func (t *Transport) waiting(ctx context.Context, c *call, r *quota.Reservation) 
 // at start, ended: its turn came (err nil), or it did not.
 func (t *Transport) waitEnded(ctx context.Context, c *call, r *quota.Reservation, start time.Time, err error) {
 	if t.cfg.OnWaitEnd != nil {
-		t.cfg.OnWaitEnd(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Charges: c.endpoint.Charges,
+		t.cfg.OnWaitEnd(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Caller: CallerOf(ctx), Charges: c.endpoint.Charges,
 			Admitted: err == nil, Waited: t.now().Sub(start), At: r.Time(), Err: err})
 	}
 }

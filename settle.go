@@ -127,7 +127,7 @@ func (t *Transport) settle(ctx context.Context, c *call, o outcome, told []settl
 	}
 	err := errors.Join(errs...)
 	if t.cfg.OnSettle != nil {
-		t.cfg.OnSettle(ctx, Decision{Endpoint: c.endpoint.Name, Scope: o.scope(c), Charges: charges, Estimate: c.endpoint.Charges,
+		t.cfg.OnSettle(ctx, Decision{Endpoint: c.endpoint.Name, Scope: o.scope(c), Caller: CallerOf(ctx), Charges: charges, Estimate: c.endpoint.Charges,
 			Admitted: true, At: o.res.Time(), Settled: true, Err: err})
 	}
 	if err != nil {

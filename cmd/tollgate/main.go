@@ -8,6 +8,7 @@
 //	tollgate pause  -scope S [-bucket B] -for D -reason TEXT [-wait D]
 //	tollgate resume -scope S [-bucket B] [-wait D]
 //	tollgate spend  -scope S -bucket B -units N
+//	tollgate serve  -config FILE
 //
 // Every command takes -redis URL (or the environment variable
 // TOLLGATE_REDIS): redis://, rediss:// (TLS), or several URLs separated by
@@ -22,6 +23,10 @@
 // remembering refusals, are told at once; the others read the pause in
 // Redis at their next decision. spend records
 // units spent outside tollgate, so that every process counts them.
+//
+// serve runs the gateway: a reverse proxy through which workers in any
+// language spend the same quotas as Go processes (docs/gateway.md). It
+// takes its Redis from its configuration file, not -redis.
 //
 // Exit status: 0 on success, 1 when the command failed (Redis unreachable,
 // no tollgate keys, an unknown scope or bucket), 2 for bad usage. Errors
@@ -79,7 +84,8 @@ const usage = `usage:
   tollgate pause  -scope S [-bucket B] -for D -reason TEXT
   tollgate resume -scope S [-bucket B]
   tollgate spend  -scope S -bucket B -units N
-every command takes -redis URL (or TOLLGATE_REDIS) and -prefix P; "tollgate CMD -h" lists its flags`
+  tollgate serve  -config FILE
+status, pause, resume and spend take -redis URL (or TOLLGATE_REDIS) and -prefix P; "tollgate CMD -h" lists its flags`
 
 // run runs the command line args and returns the exit status.
 func (c *cli) run(ctx context.Context, args []string) int {
@@ -102,7 +108,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("no command given (want status, pause, resume or spend; see tollgate help)")
+		return usagef("no command given (want status, pause, resume, spend or serve; see tollgate help)")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -114,11 +120,13 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.resume(ctx, rest)
 	case "spend":
 		return c.spend(ctx, rest)
+	case "serve":
+		return c.serve(ctx, rest)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(c.stdout, usage)
 		return nil
 	}
-	return usagef("unknown command %q (want status, pause, resume or spend)", cmd)
+	return usagef("unknown command %q (want status, pause, resume, spend or serve)", cmd)
 }
 
 // flags starts a command's flag set with the flags every command takes.

@@ -1,0 +1,484 @@
+// Package gateway is tollgate serve: a reverse proxy that workers in any
+// language point their SDKs at instead of the upstream. Each upstream it
+// serves is a provider's Transport (providers/youtube, providers/openai,
+// ...) built as a Go process would build it, on the same Redis and with
+// the default key prefix, so that the gateway's requests and a Go
+// process's spend one quota.
+//
+// The configuration is JSON (Load); Build makes a Gateway of it, an
+// http.Handler, and Serve runs one on a listener until its context ends,
+// then drains it. docs/gateway.md is the operators' page.
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// Config is the gateway's configuration file, as Load reads it. Unknown
+// fields are errors.
+type Config struct {
+	// Listen is the address to serve on, e.g. "127.0.0.1:8787"; empty
+	// means DefaultListen.
+	Listen string `json:"listen"`
+	// Redis is the Redis URL (redis://, rediss://, or several URLs
+	// separated by commas for a cluster); empty means $TOLLGATE_REDIS,
+	// and when that is empty too, an in-process Redis.
+	Redis string `json:"redis"`
+	// Callers are the callers and where their tokens are read; none
+	// means loopback clients only, without tokens.
+	Callers []Caller `json:"callers"`
+	// Upstreams are the upstreams served, each under its URL path prefix.
+	Upstreams []Upstream `json:"upstreams"`
+	// Limits bound what callers may hold of the gateway; zero values mean
+	// the defaults.
+	Limits Limits `json:"limits"`
+	// ForwardedFor says what X-Forwarded-For the upstream gets: "set"
+	// (the default: the client's address alone), "append" (the client's
+	// chain, then its address) or "none".
+	ForwardedFor string `json:"forwarded_for"`
+}
+
+// DefaultListen is the address served when Config.Listen is empty.
+const DefaultListen = "127.0.0.1:8787"
+
+// A Caller is one client of the gateway, named for attribution
+// (tollgate.WithCaller) and known by its token.
+type Caller struct {
+	// Name names the caller in decisions, metrics and logs, e.g.
+	// "php-cron".
+	Name string `json:"name"`
+	// TokenEnv is the environment variable holding its token, read once
+	// at start, e.g. "TOLLGATE_TOKEN_PHP".
+	TokenEnv string `json:"token_env"`
+
+	token string // read from TokenEnv by Load
+}
+
+// An Upstream is one API the gateway serves.
+type Upstream struct {
+	// Name names the upstream in answers and logs, e.g. "youtube".
+	Name string `json:"name"`
+	// Provider is youtube, openai, gemini, github, or custom.
+	Provider string `json:"provider"`
+	// Prefix is the URL path prefix the upstream is served under,
+	// starting and ending with "/", e.g. "/youtube/".
+	Prefix string `json:"prefix"`
+	// Target is the URL the rest of the path is appended to, e.g.
+	// "https://youtube.googleapis.com/youtube".
+	Target string `json:"target"`
+	// KeyEnv is the environment variable holding the upstream's key; empty
+	// means each caller's own credential is passed through (allowed only
+	// without callers).
+	KeyEnv string `json:"key_env"`
+	// Options are the provider's options, in snake_case (see
+	// docs/gateway.md).
+	Options json.RawMessage `json:"options"`
+	// Policy is what happens to a request with no room, or while Redis is
+	// down; absent means the library's defaults.
+	Policy *Policy `json:"policy"`
+	// Costs is, for the custom provider, the cost table's file
+	// (costs.Load's JSON), relative to the configuration file.
+	Costs string `json:"costs"`
+	// Buckets are, for the custom provider, the limits of every bucket the
+	// table charges.
+	Buckets map[string]BucketConfig `json:"buckets"`
+
+	key    string   // read from KeyEnv by Load
+	target *url.URL // Target, parsed
+}
+
+// A Policy is an upstream's tollgate.Policy in the configuration.
+type Policy struct {
+	// MaxWait bounds the wait for a turn, e.g. "30s"; empty means
+	// tollgate.DefaultMaxWait.
+	MaxWait string `json:"max_wait"`
+	// OnRefusal is "wait" (the default: wait for the turn up to MaxWait)
+	// or "fail" (answer 429 at once).
+	OnRefusal string `json:"on_refusal"`
+	// OnOutage is "closed" (the default: answer 503 while Redis is down)
+	// or "open" (send unmetered).
+	OnOutage string `json:"on_outage"`
+}
+
+// A BucketConfig is a custom bucket's limits.
+type BucketConfig struct {
+	Limits         []LimitConfig `json:"limits"`
+	ReservePercent float64       `json:"reserve_percent"`
+	ReserveUnits   int64         `json:"reserve_units"`
+	MaxInFlight    int           `json:"max_in_flight"`
+}
+
+// A LimitConfig is units per window: a Go duration, or "day" with a
+// time zone ("zone", e.g. "America/Los_Angeles"; default UTC).
+type LimitConfig struct {
+	Units  int64  `json:"units"`
+	Window string `json:"window"`
+	Zone   string `json:"zone"`
+}
+
+// Limits bound the gateway's resources; a zero field means its default.
+type Limits struct {
+	// ReadHeaderTimeout bounds the reading of a request's headers;
+	// default 10s.
+	ReadHeaderTimeout string `json:"read_header_timeout"`
+	// IdleTimeout closes keep-alive connections idle that long; default
+	// 2m.
+	IdleTimeout string `json:"idle_timeout"`
+	// UpstreamHeaderTimeout bounds the wait for the upstream's response
+	// headers once a request is sent; default 5m (a long completion
+	// answers only when done).
+	UpstreamHeaderTimeout string `json:"upstream_header_timeout"`
+	// MaxHeaderBytes bounds a request's headers; default 64 KiB.
+	MaxHeaderBytes int `json:"max_header_bytes"`
+	// MaxInFlight bounds each caller's requests in flight at once (the
+	// loopback clients' together, without callers); default 64.
+	MaxInFlight int `json:"max_in_flight"`
+	// Drain bounds how long the requests in flight upstream may take to
+	// finish after SIGTERM, streams included; default 5s.
+	Drain string `json:"drain"`
+}
+
+// limits are Limits, parsed, defaults filled in.
+type limits struct {
+	readHeader, idle, upstreamHeader, drain time.Duration
+	maxHeaderBytes, maxInFlight             int
+}
+
+// Defaults of Limits.
+const (
+	defaultReadHeaderTimeout     = 10 * time.Second
+	defaultIdleTimeout           = 2 * time.Minute
+	defaultUpstreamHeaderTimeout = 5 * time.Minute
+	defaultMaxHeaderBytes        = 64 << 10
+	defaultMaxInFlight           = 64
+	defaultDrain                 = 5 * time.Second
+)
+
+// Load reads a configuration, checks all of it, and reads the tokens and
+// keys it names from getenv. dir is where relative paths (Upstream.Costs)
+// are found: the configuration file's directory. Every error is one line,
+// starting "gateway: ", and names no secret.
+func Load(data []byte, dir string, getenv func(string) string) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var cfg Config
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("gateway: reading the configuration: %s", oneLine(err.Error()))
+	}
+	if dec.More() {
+		return nil, errors.New("gateway: reading the configuration: data after the JSON object")
+	}
+	if err := cfg.check(dir, getenv); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// check checks the configuration and reads its secrets.
+func (c *Config) check(dir string, getenv func(string) string) error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	switch c.ForwardedFor {
+	case "", "set", "append", "none":
+	default:
+		return fmt.Errorf("gateway: forwarded_for %q: want set, append or none", c.ForwardedFor)
+	}
+	if _, err := c.Limits.parse(); err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	tokens := map[string]string{} // hash: caller
+	for i, cl := range c.Callers {
+		switch {
+		case cl.Name == "":
+			return fmt.Errorf("gateway: callers[%d] has no name", i)
+		case names[cl.Name]:
+			return fmt.Errorf("gateway: two callers are named %q", cl.Name)
+		case cl.TokenEnv == "":
+			return fmt.Errorf("gateway: caller %q has no token_env", cl.Name)
+		}
+		names[cl.Name] = true
+		tok := strings.TrimSpace(getenv(cl.TokenEnv))
+		if tok == "" {
+			return fmt.Errorf("gateway: caller %q: the environment variable %s (token_env) is not set", cl.Name, cl.TokenEnv)
+		}
+		h := tollgate.HashCredential(tok)
+		if other, dup := tokens[h]; dup {
+			return fmt.Errorf("gateway: callers %q and %q have the same token", other, cl.Name)
+		}
+		tokens[h] = cl.Name
+		c.Callers[i].token = tok
+	}
+	if len(c.Upstreams) == 0 {
+		return errors.New("gateway: no upstreams")
+	}
+	ups, prefixes := map[string]bool{}, map[string]string{}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		if u.Name == "" {
+			return fmt.Errorf("gateway: upstreams[%d] has no name", i)
+		}
+		if ups[u.Name] {
+			return fmt.Errorf("gateway: two upstreams are named %q", u.Name)
+		}
+		ups[u.Name] = true
+		if err := u.check(dir, getenv, len(c.Callers) > 0); err != nil {
+			return fmt.Errorf("gateway: upstream %q: %v", u.Name, err)
+		}
+		if other, dup := prefixes[u.Prefix]; dup {
+			return fmt.Errorf("gateway: upstreams %q and %q have the same prefix %q", other, u.Name, u.Prefix)
+		}
+		prefixes[u.Prefix] = u.Name
+		if u.key != "" {
+			if cl, ok := tokens[tollgate.HashCredential(u.key)]; ok {
+				return fmt.Errorf("gateway: caller %q's token is upstream %q's key: a caller must never hold the key", cl, u.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// check checks an upstream and reads its key.
+func (u *Upstream) check(dir string, getenv func(string) string, callers bool) error {
+	if !strings.HasPrefix(u.Prefix, "/") || !strings.HasSuffix(u.Prefix, "/") {
+		return fmt.Errorf("prefix %q must start and end with \"/\"", u.Prefix)
+	}
+	if err := checkPrefix(u.Prefix); err != nil {
+		return err
+	}
+	t, err := url.Parse(u.Target)
+	if err != nil || (t.Scheme != "http" && t.Scheme != "https") || t.Host == "" || t.User != nil || t.RawQuery != "" || t.Fragment != "" {
+		return fmt.Errorf("target %q must be an http or https URL with a host, and no user, query or fragment", redactURL(u.Target))
+	}
+	u.target = t
+	if u.KeyEnv != "" {
+		u.key = strings.TrimSpace(getenv(u.KeyEnv))
+		if u.key == "" {
+			return fmt.Errorf("the environment variable %s (key_env) is not set", u.KeyEnv)
+		}
+	} else if callers {
+		return errors.New("no key_env: an upstream without a key passes each caller's own credential through, which only a gateway without callers (loopback clients only) may do")
+	}
+	if u.Policy != nil {
+		if _, err := u.Policy.policy(); err != nil {
+			return err
+		}
+	}
+	if u.Provider != "custom" && (u.Costs != "" || u.Buckets != nil) {
+		return fmt.Errorf("costs and buckets are for the custom provider, not %q", u.Provider)
+	}
+	if u.Provider == "custom" && u.Costs != "" && !filepath.IsAbs(u.Costs) {
+		u.Costs = filepath.Join(dir, u.Costs)
+	}
+	p, ok := providers[u.Provider]
+	if !ok {
+		return fmt.Errorf("unknown provider %q (want %s)", u.Provider, strings.Join(providerNames(), ", "))
+	}
+	// Check the options and build nothing yet: a provider's NewTransport
+	// needs a Redis client; Build makes it.
+	return p.check(u)
+}
+
+// checkPrefix refuses a prefix routing could never match: one with dot
+// segments, empty segments inside it, or characters a path escapes.
+func checkPrefix(p string) error {
+	inner := strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/")
+	if inner == "" {
+		return nil // "/": every path
+	}
+	for _, seg := range strings.Split(inner, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("prefix %q has an empty or dot segment", p)
+		}
+		if (&url.URL{Path: "/" + seg}).EscapedPath() != "/"+seg {
+			return fmt.Errorf("prefix %q has characters a URL path escapes", p)
+		}
+	}
+	return nil
+}
+
+// policy returns the tollgate.Policy the configuration gives.
+func (p *Policy) policy() (tollgate.Policy, error) {
+	var out tollgate.Policy
+	if p.MaxWait != "" {
+		d, err := time.ParseDuration(p.MaxWait)
+		if err != nil || d <= 0 {
+			return out, fmt.Errorf("policy max_wait %q: want a positive Go duration, e.g. \"30s\"", p.MaxWait)
+		}
+		out.MaxWait = d
+	}
+	switch p.OnRefusal {
+	case "", "wait":
+	case "fail":
+		out.OnRefusal = tollgate.Refuse
+	default:
+		return out, fmt.Errorf("policy on_refusal %q: want wait or fail", p.OnRefusal)
+	}
+	switch p.OnOutage {
+	case "", "closed":
+	case "open":
+		out.OnOutage = tollgate.FailOpen
+	default:
+		return out, fmt.Errorf("policy on_outage %q: want closed or open", p.OnOutage)
+	}
+	return out, nil
+}
+
+// tollgatePolicy returns the upstream's PolicyFunc; nil for the defaults.
+func (u *Upstream) tollgatePolicy() tollgate.PolicyFunc {
+	if u.Policy == nil {
+		return nil
+	}
+	p, _ := u.Policy.policy() // checked by Load
+	return tollgate.Policies(p, nil)
+}
+
+// parse returns the limits, defaults filled in.
+func (l Limits) parse() (limits, error) {
+	out := limits{readHeader: defaultReadHeaderTimeout, idle: defaultIdleTimeout,
+		upstreamHeader: defaultUpstreamHeaderTimeout, drain: defaultDrain,
+		maxHeaderBytes: defaultMaxHeaderBytes, maxInFlight: defaultMaxInFlight}
+	for _, d := range []struct {
+		name, v string
+		to      *time.Duration
+	}{
+		{"read_header_timeout", l.ReadHeaderTimeout, &out.readHeader},
+		{"idle_timeout", l.IdleTimeout, &out.idle},
+		{"upstream_header_timeout", l.UpstreamHeaderTimeout, &out.upstreamHeader},
+		{"drain", l.Drain, &out.drain},
+	} {
+		if d.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.v)
+		if err != nil || v <= 0 {
+			return out, fmt.Errorf("gateway: limits %s %q: want a positive Go duration", d.name, d.v)
+		}
+		*d.to = v
+	}
+	if l.MaxHeaderBytes < 0 || l.MaxInFlight < 0 {
+		return out, errors.New("gateway: limits max_header_bytes and max_in_flight must not be negative")
+	}
+	if l.MaxHeaderBytes > 0 {
+		out.maxHeaderBytes = l.MaxHeaderBytes
+	}
+	if l.MaxInFlight > 0 {
+		out.maxInFlight = l.MaxInFlight
+	}
+	return out, nil
+}
+
+// decodeOptions decodes an upstream's options into v; unknown options are
+// errors.
+func decodeOptions(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := err.Error()
+		// encoding/json says "json: unknown field \"x\"".
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			return fmt.Errorf("unknown option %s", f)
+		}
+		return fmt.Errorf("options: %s", oneLine(msg))
+	}
+	return nil
+}
+
+// duration reads an option's Go duration; "" is 0.
+func duration(name, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("option %s %q: want a positive Go duration, e.g. \"10s\"", name, v)
+	}
+	return d, nil
+}
+
+// limitsOf builds a custom bucket's limits.
+func (b BucketConfig) limitsOf(name string) (tollgate.Bucket, error) {
+	out := tollgate.Bucket{ReservePercent: b.ReservePercent, ReserveUnits: b.ReserveUnits, MaxInFlight: b.MaxInFlight}
+	if len(b.Limits) == 0 {
+		return out, fmt.Errorf("bucket %q has no limits", name)
+	}
+	for i, l := range b.Limits {
+		if l.Units <= 0 {
+			return out, fmt.Errorf("bucket %q limit %d: units must be positive", name, i)
+		}
+		if l.Window == "day" {
+			zone := l.Zone
+			if zone == "" {
+				zone = "UTC"
+			}
+			loc, err := time.LoadLocation(zone)
+			if err != nil {
+				return out, fmt.Errorf("bucket %q limit %d: unknown zone %q", name, i, l.Zone)
+			}
+			out.Limits = append(out.Limits, quota.PerDay(l.Units, loc))
+			continue
+		}
+		if l.Zone != "" {
+			return out, fmt.Errorf("bucket %q limit %d: a zone goes with the window \"day\"", name, i)
+		}
+		d, err := time.ParseDuration(l.Window)
+		if err != nil || d <= 0 {
+			return out, fmt.Errorf("bucket %q limit %d: window %q: want a Go duration or \"day\"", name, i, l.Window)
+		}
+		out.Limits = append(out.Limits, quota.PerWindow(l.Units, d))
+	}
+	return out, nil
+}
+
+// loadCosts reads a custom upstream's cost table.
+func loadCosts(path string) (*costs.Table, error) {
+	if path == "" {
+		return nil, errors.New("the custom provider needs \"costs\": a cost table file (costs.Load's JSON)")
+	}
+	t, err := costs.LoadFile(path)
+	if err != nil {
+		return nil, errors.New(oneLine(err.Error()))
+	}
+	return t, nil
+}
+
+// providerNames lists the providers, sorted.
+func providerNames() []string {
+	names := make([]string, 0, len(providers))
+	for n := range providers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// oneLine keeps a message on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// redactURL hides a URL's password.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	if strings.Contains(s, "@") {
+		return "(a URL with a user)"
+	}
+	return strconv.Quote(s)[1 : len(strconv.Quote(s))-1]
+}

@@ -1,0 +1,325 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/providers/gemini"
+	"github.com/tollgate/tollgate/providers/github"
+	"github.com/tollgate/tollgate/providers/openai"
+	"github.com/tollgate/tollgate/providers/youtube"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// A provider builds an upstream's Transport and says where the upstream's
+// key goes.
+type provider struct {
+	// check decodes and checks the upstream's options.
+	check func(u *Upstream) error
+	// build returns the upstream's Transport, sending through base, with
+	// the hooks in cfg (tollgate.Config's OnDecision and the like).
+	build func(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error)
+	// keyHeader is the header the upstream's key is sent in; bearer says
+	// "Authorization: Bearer KEY".
+	keyHeader string
+	bearer    bool
+	// queryKey says that a passed-through key= goes to keyHeader, never
+	// in the URL.
+	queryKey bool
+}
+
+// roundTripCloser is a provider's Transport.
+type roundTripCloser interface {
+	http.RoundTripper
+	io.Closer
+}
+
+// providers are the providers by name.
+var providers = map[string]provider{
+	"youtube": {check: checkYouTube, build: buildYouTube, keyHeader: "X-Goog-Api-Key", queryKey: true},
+	"openai":  {check: checkOpenAI, build: buildOpenAI, keyHeader: "Authorization", bearer: true},
+	"gemini":  {check: checkGemini, build: buildGemini, keyHeader: "X-Goog-Api-Key", queryKey: true},
+	"github":  {check: checkGitHub, build: buildGitHub, keyHeader: "Authorization", bearer: true},
+	"custom":  {check: checkCustom, build: buildCustom, keyHeader: "Authorization", bearer: true},
+}
+
+// youtubeOptions are the youtube provider's options.
+type youtubeOptions struct {
+	Quota           int64   `json:"quota"`
+	SearchQuota     int64   `json:"search_quota"`
+	UploadQuota     int64   `json:"upload_quota"`
+	BatchStatsQuota int64   `json:"batch_stats_quota"`
+	Window          string  `json:"window"`
+	Table           string  `json:"table"`
+	Pool            string  `json:"pool"`
+	ReservePercent  float64 `json:"reserve_percent"`
+	ReserveUnits    int64   `json:"reserve_units"`
+}
+
+func (o *youtubeOptions) options(u *Upstream) (*youtube.Options, error) {
+	w, err := duration("window", o.Window)
+	if err != nil {
+		return nil, err
+	}
+	opts := &youtube.Options{Quota: o.Quota, SearchQuota: o.SearchQuota, UploadQuota: o.UploadQuota,
+		BatchStatsQuota: o.BatchStatsQuota, Window: w, ReservePercent: o.ReservePercent, ReserveUnits: o.ReserveUnits}
+	host := u.target.Host
+	switch o.Table {
+	case "", "granular":
+		opts.Table = youtube.Granular(host)
+	case "classic":
+		opts.Table = youtube.Classic(host)
+	default:
+		return nil, fmt.Errorf("option table %q: want classic or granular", o.Table)
+	}
+	return opts, nil
+}
+
+func checkYouTube(u *Upstream) error {
+	var o youtubeOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return err
+	}
+	opts, err := o.options(u)
+	if err != nil {
+		return err
+	}
+	// NewTransport checks the rest, on an in-process limiter nothing
+	// reaches: a client of no server, never dialled.
+	return checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) {
+		return youtube.NewTransport(youtubeKeys(u, o.Pool, opts), rdb, opts)
+	})
+}
+
+// youtubeKeys puts the upstream's key in its pool: o.Pools when the pool
+// is named, else the keys argument (youtube.DefaultPool).
+func youtubeKeys(u *Upstream, pool string, opts *youtube.Options) []string {
+	if pool == "" {
+		if u.key == "" {
+			return nil
+		}
+		return []string{u.key}
+	}
+	opts.Pools = map[string][]string{pool: nil}
+	if u.key != "" {
+		opts.Pools[pool] = []string{u.key}
+	}
+	return nil
+}
+
+func buildYouTube(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
+	var o youtubeOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return nil, err
+	}
+	opts, err := o.options(u)
+	if err != nil {
+		return nil, err
+	}
+	opts.Base, opts.Tollgate = base, cfg
+	return youtube.NewTransport(youtubeKeys(u, o.Pool, opts), rdb, opts)
+}
+
+// openaiOptions are the openai provider's options.
+type openaiOptions struct {
+	Minute         string  `json:"minute"`
+	RPM            int64   `json:"rpm"`
+	TPM            int64   `json:"tpm"`
+	RPD            int64   `json:"rpd"`
+	TPD            int64   `json:"tpd"`
+	ReservePercent float64 `json:"reserve_percent"`
+	MaxBody        int64   `json:"max_body"`
+}
+
+func (o *openaiOptions) options() (*openai.Options, error) {
+	m, err := duration("minute", o.Minute)
+	if err != nil {
+		return nil, err
+	}
+	return &openai.Options{Minute: m, ReservePercent: o.ReservePercent, MaxBody: o.MaxBody,
+		Limits: openai.Limits{RPM: o.RPM, TPM: o.TPM, RPD: o.RPD, TPD: o.TPD}}, nil
+}
+
+func checkOpenAI(u *Upstream) error {
+	_, err := openaiBuild(u, nil, nil, tollgate.Config{}, true)
+	return err
+}
+
+func buildOpenAI(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
+	return openaiBuild(u, rdb, base, cfg, false)
+}
+
+func openaiBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
+	var o openaiOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return nil, err
+	}
+	opts, err := o.options()
+	if err != nil {
+		return nil, err
+	}
+	if check {
+		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) { return openai.NewTransport(rdb, opts) })
+	}
+	opts.Base, opts.Tollgate = base, cfg
+	return openai.NewTransport(rdb, opts)
+}
+
+// geminiOptions are the gemini provider's options.
+type geminiOptions struct {
+	Minute         string  `json:"minute"`
+	RPM            int64   `json:"rpm"`
+	TPM            int64   `json:"tpm"`
+	RPD            int64   `json:"rpd"`
+	ReservePercent float64 `json:"reserve_percent"`
+	MaxBody        int64   `json:"max_body"`
+}
+
+func geminiBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
+	var o geminiOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return nil, err
+	}
+	m, err := duration("minute", o.Minute)
+	if err != nil {
+		return nil, err
+	}
+	opts := &gemini.Options{Minute: m, ReservePercent: o.ReservePercent, MaxBody: o.MaxBody,
+		Limits: gemini.Limits{RPM: o.RPM, TPM: o.TPM, RPD: o.RPD}}
+	if check {
+		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) { return gemini.NewTransport(rdb, opts) })
+	}
+	opts.Base, opts.Tollgate = base, cfg
+	return gemini.NewTransport(rdb, opts)
+}
+
+func checkGemini(u *Upstream) error {
+	_, err := geminiBuild(u, nil, nil, tollgate.Config{}, true)
+	return err
+}
+
+func buildGemini(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
+	return geminiBuild(u, rdb, base, cfg, false)
+}
+
+// githubOptions are the github provider's options.
+type githubOptions struct {
+	Minute         string  `json:"minute"`
+	Hour           string  `json:"hour"`
+	ReservePercent float64 `json:"reserve_percent"`
+	ReserveUnits   int64   `json:"reserve_units"`
+}
+
+func githubBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
+	var o githubOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return nil, err
+	}
+	m, err := duration("minute", o.Minute)
+	if err != nil {
+		return nil, err
+	}
+	h, err := duration("hour", o.Hour)
+	if err != nil {
+		return nil, err
+	}
+	opts := &github.Options{Minute: m, Hour: h, ReservePercent: o.ReservePercent, ReserveUnits: o.ReserveUnits}
+	if check {
+		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) { return github.NewTransport(rdb, opts) })
+	}
+	opts.Base, opts.Tollgate = base, cfg
+	return github.NewTransport(rdb, opts)
+}
+
+func checkGitHub(u *Upstream) error {
+	_, err := githubBuild(u, nil, nil, tollgate.Config{}, true)
+	return err
+}
+
+func buildGitHub(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
+	return githubBuild(u, rdb, base, cfg, false)
+}
+
+// customOptions are the custom provider's options.
+type customOptions struct {
+	// KeyHeader is the header the key is sent in; empty means
+	// "Authorization: Bearer KEY".
+	KeyHeader string `json:"key_header"`
+}
+
+func checkCustom(u *Upstream) error {
+	_, err := customBuild(u, nil, nil, tollgate.Config{}, true)
+	return err
+}
+
+func buildCustom(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
+	return customBuild(u, rdb, base, cfg, false)
+}
+
+func customBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
+	var o customOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return nil, err
+	}
+	if o.KeyHeader != "" && http.CanonicalHeaderKey(o.KeyHeader) != "Authorization" && !validHeaderName(o.KeyHeader) {
+		return nil, fmt.Errorf("option key_header %q is not a header name", o.KeyHeader)
+	}
+	table, err := loadCosts(u.Costs)
+	if err != nil {
+		return nil, err
+	}
+	if len(u.Buckets) == 0 {
+		return nil, errors.New("the custom provider needs \"buckets\": the limits of every bucket its cost table charges")
+	}
+	cfg.Costs, cfg.Base, cfg.Buckets = table, base, map[string]tollgate.Bucket{}
+	for name, b := range u.Buckets {
+		if cfg.Buckets[name], err = b.limitsOf(name); err != nil {
+			return nil, err
+		}
+	}
+	if check {
+		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) {
+			cfg.Limiter, err = quota.New(rdb)
+			if err != nil {
+				return nil, err
+			}
+			return tollgate.New(cfg)
+		})
+	}
+	if cfg.Limiter, err = quota.New(rdb); err != nil {
+		return nil, err
+	}
+	return tollgate.New(cfg)
+}
+
+// validHeaderName reports whether s is a token, as a header's name must be.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkBuild builds a Transport on a client of no server, to have its
+// constructor check the options, and closes it. Nothing dials: the
+// constructors do not contact Redis.
+func checkBuild(build func(rdb redis.UniversalClient) (io.Closer, error)) error {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	c, err := build(rdb)
+	if err != nil {
+		return errors.New(oneLine(err.Error()))
+	}
+	return c.Close()
+}
