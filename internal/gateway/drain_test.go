@@ -121,7 +121,9 @@ func TestDrainCutsAtTheBound(t *testing.T) {
 	cfg := strings.Replace(youtubeConfig(up.URL, `{"table": "classic"}`, ""), `"listen"`, `"limits": {"drain": "500ms"}, "listen"`, 1)
 	r := start(t, cfg, tollgate.Config{})
 	done := make(chan result, 1)
-	go func() { done <- get(r.url+"/youtube/v3/videos?part=id", map[string]string{"Authorization": "Bearer " + phpToken}) }()
+	go func() {
+		done <- get(r.url+"/youtube/v3/videos?part=id", map[string]string{"Authorization": "Bearer " + phpToken})
+	}()
 	select {
 	case <-started:
 	case <-time.After(10 * time.Second):
