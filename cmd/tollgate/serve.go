@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,7 +36,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	}
 	cfg, err := gateway.Load(data, filepath.Dir(*file), c.getenv)
 	if err != nil {
-		return &usageError{"serve: " + err.Error()}
+		return &usageError{"serve: " + strings.TrimPrefix(err.Error(), "gateway: ")}
 	}
 	rdb, where, err := c.gatewayRedis(cfg.Redis)
 	if err != nil {
@@ -44,7 +45,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	defer rdb.Close()
 	g, err := gateway.Build(cfg, gateway.Options{Redis: rdb, Log: c.stderr})
 	if err != nil {
-		return &usageError{"serve: " + err.Error()}
+		return &usageError{"serve: " + strings.TrimPrefix(err.Error(), "gateway: ")}
 	}
 	defer g.Close()
 	ln, err := net.Listen("tcp", cfg.Listen)

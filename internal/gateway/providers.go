@@ -135,6 +135,9 @@ type openaiOptions struct {
 	TPD            int64   `json:"tpd"`
 	ReservePercent float64 `json:"reserve_percent"`
 	MaxBody        int64   `json:"max_body"`
+	// CountUsage settles each request's tokens from the usage its answer
+	// tells (openai.Counting.Usage), for servers that count tokens used.
+	CountUsage bool `json:"count_usage"`
 }
 
 func (o *openaiOptions) options() (*openai.Options, error) {
@@ -142,7 +145,7 @@ func (o *openaiOptions) options() (*openai.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &openai.Options{Minute: m, ReservePercent: o.ReservePercent, MaxBody: o.MaxBody,
+	return &openai.Options{Minute: m, ReservePercent: o.ReservePercent, MaxBody: o.MaxBody, Counting: openai.Counting{Usage: o.CountUsage},
 		Limits: openai.Limits{RPM: o.RPM, TPM: o.TPM, RPD: o.RPD, TPD: o.TPD}}, nil
 }
 

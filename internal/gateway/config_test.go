@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// upstreamJSON is a working youtube upstream, for configurations that
+// break something else.
+const upstreamJSON = `{"name": "youtube", "provider": "youtube", "prefix": "/youtube/", "target": "https://youtube.googleapis.com/youtube", "key_env": "YT_KEY"}`
+
+// TestLoadErrors: every configuration that cannot work is one line,
+// naming what is wrong, and never a secret.
+func TestLoadErrors(t *testing.T) {
+	withUpstream := func(fields string) string {
+		return `{"callers": [{"name": "php", "token_env": "TOKEN_PHP"}], "upstreams": [{"name": "up", "prefix": "/up/", "target": "https://api.example.com", "key_env": "YT_KEY", ` + fields + `}]}`
+	}
+	cases := []struct{ name, json, want string }{
+		{"bad JSON", `{"upstreams": [`, "reading the configuration"},
+		{"not an object", `[]`, "reading the configuration"},
+		{"data after it", `{"upstreams": [` + upstreamJSON + `]} {}`, "data after"},
+		{"unknown field", `{"upstream": []}`, `unknown field "upstream"`},
+		{"unknown upstream field", withUpstream(`"provider": "youtube", "prefixes": "/x/"`), `unknown field "prefixes"`},
+		{"no upstreams", `{}`, "no upstreams"},
+		{"unknown provider", withUpstream(`"provider": "twitter"`), `unknown provider "twitter"`},
+		{"unknown option", withUpstream(`"provider": "youtube", "options": {"quotas": 5}`), `unknown option "quotas"`},
+		{"unknown openai option", withUpstream(`"provider": "openai", "options": {"rpm": 5, "tmp": 1}`), `unknown option "tmp"`},
+		{"bad table", withUpstream(`"provider": "youtube", "options": {"table": "modern"}`), `table "modern"`},
+		{"bad window", withUpstream(`"provider": "youtube", "options": {"window": "10"}`), `window "10"`},
+		{"negative quota", withUpstream(`"provider": "youtube", "options": {"quota": -1}`), "Quota"},
+		{"option of the wrong type", withUpstream(`"provider": "youtube", "options": {"quota": "600"}`), "options"},
+		{"bad minute", withUpstream(`"provider": "openai", "options": {"minute": "fast"}`), `minute "fast"`},
+		{"unset token_env", `{"callers": [{"name": "php", "token_env": "UNSET"}], "upstreams": [` + upstreamJSON + `]}`, "UNSET (token_env) is not set"},
+		{"caller without token_env", `{"callers": [{"name": "php"}], "upstreams": [` + upstreamJSON + `]}`, "no token_env"},
+		{"caller without name", `{"callers": [{"token_env": "TOKEN_PHP"}], "upstreams": [` + upstreamJSON + `]}`, "no name"},
+		{"two callers, one token", `{"callers": [{"name": "a", "token_env": "TOKEN_PHP"}, {"name": "b", "token_env": "TOKEN_PHP"}], "upstreams": [` + upstreamJSON + `]}`, "same token"},
+		{"a caller holding the key", `{"callers": [{"name": "a", "token_env": "YT_KEY"}], "upstreams": [` + upstreamJSON + `]}`, "upstream \"youtube\"'s key"},
+		{"unset key_env", withUpstream(`"provider": "youtube", "key_env": "UNSET"`), "UNSET (key_env) is not set"},
+		{"no key_env with callers", `{"callers": [{"name": "php", "token_env": "TOKEN_PHP"}], "upstreams": [{"name": "up", "provider": "youtube", "prefix": "/up/", "target": "https://a.example"}]}`, "no key_env"},
+		{"prefix without leading slash", withUpstream(`"provider": "youtube", "prefix": "up/"`), `prefix "up/" must start and end with "/"`},
+		{"prefix without trailing slash", withUpstream(`"provider": "youtube", "prefix": "/up"`), `prefix "/up" must start and end with "/"`},
+		{"prefix with dot segment", withUpstream(`"provider": "youtube", "prefix": "/a/../b/"`), "dot segment"},
+		{"same prefix twice", `{"upstreams": [` + upstreamJSON + `, ` + strings.Replace(upstreamJSON, `"youtube", "provider"`, `"yt2", "provider"`, 1) + `]}`, "same prefix"},
+		{"same name twice", `{"upstreams": [` + upstreamJSON + `, ` + strings.Replace(upstreamJSON, `/youtube/"`, `/yt2/"`, 1) + `]}`, "two upstreams are named"},
+		{"target not http", withUpstream(`"provider": "youtube", "target": "ftp://a.example"`), "http or https URL"},
+		{"target with user", withUpstream(`"provider": "youtube", "target": "https://me:secret-pass@a.example"`), "no user"},
+		{"bad policy", withUpstream(`"provider": "youtube", "policy": {"on_refusal": "retry"}`), `on_refusal "retry"`},
+		{"bad outage", withUpstream(`"provider": "youtube", "policy": {"on_outage": "local"}`), `on_outage "local"`},
+		{"bad max_wait", withUpstream(`"provider": "youtube", "policy": {"max_wait": "soon"}`), `max_wait "soon"`},
+		{"unknown policy field", withUpstream(`"provider": "youtube", "policy": {"wait": "1s"}`), `unknown field "wait"`},
+		{"costs for youtube", withUpstream(`"provider": "youtube", "costs": "x.json"`), "custom provider"},
+		{"custom without costs", withUpstream(`"provider": "custom"`), "needs \"costs\""},
+		{"custom costs missing", withUpstream(`"provider": "custom", "costs": "missing.json", "buckets": {}`), "missing.json"},
+		{"custom without buckets", withUpstream(`"provider": "custom", "costs": "costs.json"`), "needs \"buckets\""},
+		{"custom bucket missing", withUpstream(`"provider": "custom", "costs": "costs.json", "buckets": {"other": {"limits": [{"units": 1, "window": "1m"}]}}`), "pool"},
+		{"custom bad window", withUpstream(`"provider": "custom", "costs": "costs.json", "buckets": {"pool": {"limits": [{"units": 1, "window": "week"}]}}`), `window "week"`},
+		{"custom bad zone", withUpstream(`"provider": "custom", "costs": "costs.json", "buckets": {"pool": {"limits": [{"units": 1, "window": "day", "zone": "Mars/Base"}]}}`), `zone "Mars/Base"`},
+		{"custom reserve all", withUpstream(`"provider": "custom", "costs": "costs.json", "buckets": {"pool": {"limits": [{"units": 10, "window": "1m"}], "reserve_percent": 100}}`), "reserve"},
+		{"bad forwarded_for", `{"forwarded_for": "always", "upstreams": [` + upstreamJSON + `]}`, "forwarded_for"},
+		{"bad limits", `{"limits": {"drain": "-1s"}, "upstreams": [` + upstreamJSON + `]}`, "drain"},
+	}
+	dir := t.TempDir()
+	costsJSON := `{"buckets": ["pool"], "rules": [], "default": {"endpoint": "any", "charges": [{"bucket": "pool", "units": 1}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "costs.json"), []byte(costsJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load([]byte(c.json), dir, getenv)
+			if err == nil {
+				t.Fatal("Load accepted it")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "gateway: ") {
+				t.Errorf("error %q, want one line starting \"gateway: \" saying %q", msg, c.want)
+			}
+			noSecrets(t, "the error", msg)
+			if strings.Contains(msg, "secret-pass") {
+				t.Errorf("the error shows a password: %q", msg)
+			}
+		})
+	}
+}
+
+// TestLoadGood: a configuration of every provider loads, defaults filled
+// in, and custom costs found beside the file.
+func TestLoadGood(t *testing.T) {
+	dir := t.TempDir()
+	costsJSON := `{"buckets": ["pool"], "rules": [], "default": {"endpoint": "any", "charges": [{"bucket": "pool", "units": 1}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "costs.json"), []byte(costsJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load([]byte(`{
+  "redis": "redis://127.0.0.1:6379/0",
+  "callers": [{"name": "php-cron", "token_env": "TOKEN_PHP"}],
+  "upstreams": [
+    {"name": "youtube", "provider": "youtube", "prefix": "/youtube/", "target": "https://youtube.googleapis.com/youtube", "key_env": "YT_KEY",
+     "options": {"quota": 600, "window": "10s", "table": "classic", "pool": "project-1"}, "policy": {"max_wait": "30s", "on_refusal": "wait", "on_outage": "closed"}},
+    {"name": "openai", "provider": "openai", "prefix": "/openai/", "target": "https://api.openai.com", "key_env": "OAI_KEY", "options": {"minute": "1s", "max_body": 1048576}},
+    {"name": "gemini", "provider": "gemini", "prefix": "/gemini/", "target": "https://generativelanguage.googleapis.com", "key_env": "YT_KEY", "options": {"rpm": 10}},
+    {"name": "github", "provider": "github", "prefix": "/github/", "target": "https://api.github.com", "key_env": "OAI_KEY"},
+    {"name": "shop", "provider": "custom", "prefix": "/shop/", "target": "https://shop.example", "key_env": "OAI_KEY", "costs": "costs.json",
+     "options": {"key_header": "X-Shop-Key"},
+     "buckets": {"pool": {"limits": [{"units": 10000, "window": "day", "zone": "America/New_York"}, {"units": 40, "window": "1s"}], "reserve_percent": 5}}}
+  ]}`), dir, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != DefaultListen || cfg.Upstreams[4].Costs != filepath.Join(dir, "costs.json") {
+		t.Errorf("listen %q, costs %q: want the defaults filled in", cfg.Listen, cfg.Upstreams[4].Costs)
+	}
+}
