@@ -15,4 +15,8 @@
 //
 //	dir=$(mktemp -d) && npm install --prefix "$dir" openai@6
 //	cd clienttest && TOLLGATE_OPENAI_NODE="$dir" TOLLGATE_REQUIRE_POLYGLOT=1 go test ./gateway -v
+//
+// The test builds cmd/tollgate itself; go test's cache reruns it when the
+// gateway's package or the library changes, but not cmd/tollgate alone:
+// add -count=1 then.
 package gateway
