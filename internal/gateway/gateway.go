@@ -118,8 +118,8 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 	}
 	g.router = newRouter(routes)
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:       g.rewrite,
-		Transport:     dispatch{},
+		Rewrite:   g.rewrite,
+		Transport: dispatch{},
 		// 0: ReverseProxy flushes every write of a response without a
 		// length (chunked) or of text/event-stream, so streams pass as
 		// they come, and buffers the others' writes.
