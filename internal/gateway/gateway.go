@@ -118,9 +118,12 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 	}
 	g.router = newRouter(routes)
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:       g.rewrite,
-		Transport:     dispatch{},
-		FlushInterval: -1, // every write, so that streams pass as they come
+		Rewrite:   g.rewrite,
+		Transport: dispatch{},
+		// 0: ReverseProxy flushes every write of a response without a
+		// length (chunked) or of text/event-stream, so streams pass as
+		// they come, and buffers the others' writes.
+		FlushInterval: 0,
 		ErrorLog:      g.log,
 		ErrorHandler:  g.failed,
 	}
