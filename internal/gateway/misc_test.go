@@ -264,3 +264,33 @@ func TestNoSecretsInRedis(t *testing.T) {
 		noSecrets(t, "Redis key "+k, k+" "+dump)
 	}
 }
+
+// TestAttribution: every decision names the caller whose token the
+// request carried (Decision.Caller), the refusals' too.
+func TestAttribution(t *testing.T) {
+	_, simURL := newSim(t, ytsim.Config{Quota: 1000, Window: time.Hour})
+	var decided decisions
+	r := start(t, youtubeConfig(simURL, `{"quota": 2, "window": "1m", "table": "classic", "reserve_percent": -1}`, `{"on_refusal": "fail"}`),
+		tollgate.Config{OnDecision: decided.hook})
+	list := r.url + "/youtube/v3/videos?part=id&chart=mostPopular"
+	for _, c := range []struct {
+		header map[string]string
+		query  string
+		status int
+	}{
+		{map[string]string{"Authorization": "Bearer " + phpToken}, "", 200},
+		{map[string]string{"X-Goog-Api-Key": nodeToken}, "", 200},
+		{nil, "&key=" + phpToken, 429},
+	} {
+		if code, _, b := do(t, "GET", list+c.query, c.header, nil); code != c.status {
+			t.Fatalf("%d %s, want %d", code, b, c.status)
+		}
+	}
+	var got []string
+	for _, d := range decided.list() {
+		got = append(got, fmt.Sprintf("%s admitted=%v", d.Caller, d.Admitted))
+	}
+	if want := "php-cron admitted=true, node admitted=true, php-cron admitted=false"; strings.Join(got, ", ") != want {
+		t.Errorf("decisions %q, want %q", strings.Join(got, ", "), want)
+	}
+}
