@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,7 +133,10 @@ func TestLoadIssueExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Upstreams) != 2 || cfg.Callers[0].token != phpToken || cfg.Upstreams[1].key != "sk-real-openai-key" {
+	if len(cfg.Upstreams) != 2 || cfg.Callers[0].token.get() != phpToken || cfg.Upstreams[1].key.get() != "sk-real-openai-key" {
 		t.Errorf("loaded %d upstreams and %d callers, or their secrets not read from the environment", len(cfg.Upstreams), len(cfg.Callers))
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
+		noSecrets(t, "the Config printed with "+verb, fmt.Sprintf(verb, cfg))
 	}
 }

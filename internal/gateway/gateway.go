@@ -84,7 +84,7 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 		inFlight: map[string]*atomic.Int64{"": new(atomic.Int64)}, rdb: opts.Redis,
 		log: log.New(logw, "tollgate serve: ", 0), flights: map[*flight]struct{}{}}
 	for _, c := range cfg.Callers {
-		g.callers[tollgate.HashCredential(c.token)] = c.Name
+		g.callers[tollgate.HashCredential(c.token.get())] = c.Name
 		g.inFlight[c.Name] = new(atomic.Int64)
 	}
 	base := opts.Base
@@ -346,14 +346,14 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL = &url.URL{Scheme: t.Scheme, Host: t.Host, Path: f.path, RawPath: f.raw, RawQuery: f.query}
 	pr.Out.Host = "" // the target's
 	h := pr.Out.Header
-	if f.up.cfg.key != "" {
+	if f.up.cfg.key != nil {
 		h.Del("Authorization")
 		h.Del("X-Goog-Api-Key")
 		h.Del("X-Api-Key")
 		if f.up.bearer {
-			h.Set("Authorization", "Bearer "+f.up.cfg.key)
+			h.Set("Authorization", "Bearer "+f.up.cfg.key.get())
 		} else {
-			h.Set(f.up.keyHeader, f.up.cfg.key)
+			h.Set(f.up.keyHeader, f.up.cfg.key.get())
 		}
 	} else if len(f.keys) > 0 && f.up.queryKey && h.Get(f.up.keyHeader) == "" {
 		// A caller's own key, passed through in a header: never in the URL.
