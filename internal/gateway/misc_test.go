@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/ytsim"
 )
 
@@ -293,4 +294,52 @@ func TestAttribution(t *testing.T) {
 	if want := "php-cron admitted=true, node admitted=true, php-cron admitted=false"; strings.Join(got, ", ") != want {
 		t.Errorf("decisions %q, want %q", strings.Join(got, ", "), want)
 	}
+}
+
+// TestUnreachable: an upstream that cannot be reached is a 502, and the
+// line the gateway logs names the upstream, not the URL's query.
+func TestUnreachable(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	cfg, err := Load([]byte(youtubeConfig(deadURL, `{}`, "")), t.TempDir(), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	g, err := Build(cfg, Options{Redis: redistest.Start(t).Client(t), Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	req := httptest.NewRequest("GET", "/youtube/v3/videos?part=id&access_token=query-secret&key="+phpToken, nil)
+	req.RemoteAddr = "127.0.0.1:9"
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadGateway || errorBody(t, rec.Body.String()).Upstream != "youtube" {
+		t.Errorf("%d %s, want 502 naming the upstream", rec.Code, rec.Body.String())
+	}
+	line := log.String()
+	if !strings.Contains(line, "upstream youtube") || strings.Contains(line, "query-secret") {
+		t.Errorf("logged %q, want the upstream named and no query", line)
+	}
+	noSecrets(t, "the log", line)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
