@@ -134,20 +134,28 @@ type Policy struct {
 	OnOutage string `json:"on_outage"`
 }
 
-// A BucketConfig is a custom bucket's limits.
+// A BucketConfig is a custom bucket's limits (tollgate.Bucket).
 type BucketConfig struct {
-	Limits         []LimitConfig `json:"limits"`
-	ReservePercent float64       `json:"reserve_percent"`
-	ReserveUnits   int64         `json:"reserve_units"`
-	MaxInFlight    int           `json:"max_in_flight"`
+	// Limits are the upstream's quotas for the bucket.
+	Limits []LimitConfig `json:"limits"`
+	// ReservePercent is kept below every limit, e.g. 5.
+	ReservePercent float64 `json:"reserve_percent"`
+	// ReserveUnits is kept below every limit instead, e.g. 500.
+	ReserveUnits int64 `json:"reserve_units"`
+	// MaxInFlight caps the bucket's requests in flight at once; 0: none.
+	MaxInFlight int `json:"max_in_flight"`
 }
 
-// A LimitConfig is units per window: a Go duration, or "day" with a
-// time zone ("zone", e.g. "America/Los_Angeles"; default UTC).
+// A LimitConfig is units per window.
 type LimitConfig struct {
-	Units  int64  `json:"units"`
+	// Units is the units a window holds, e.g. 10000.
+	Units int64 `json:"units"`
+	// Window is a Go duration (a sliding window, e.g. "24h"), or "day":
+	// the calendar day in Zone.
 	Window string `json:"window"`
-	Zone   string `json:"zone"`
+	// Zone is the day's time zone, e.g. "America/Los_Angeles"; default
+	// UTC.
+	Zone string `json:"zone"`
 }
 
 // Limits bound the gateway's resources; a zero field means its default.
