@@ -14,6 +14,7 @@ const (
 	reasonKey   = attribute.Key("tollgate.pause.reason")
 	stateKey    = attribute.Key("tollgate.redis.state")
 	windowKey   = attribute.Key("tollgate.window")
+	callerKey   = attribute.Key("tollgate.caller")
 )
 
 // A shape is the keys of an attribute set, but for the scope.
@@ -41,11 +42,12 @@ var shapeKeys = [...][2]attribute.Key{
 }
 
 // attrs names one set of attributes: a shape and its values, then the
-// scope; an empty value leaves its key out. Only values are hashed when it
-// is looked up, on every request: the keys come with the shape.
+// scope and the caller; an empty value leaves its key out. Only values are
+// hashed when it is looked up, on every request: the keys come with the
+// shape.
 type attrs struct {
-	shape         shape
-	v1, v2, scope string
+	shape                 shape
+	v1, v2, scope, caller string
 }
 
 // options are the measurement options of one attribute set, built once:
@@ -69,11 +71,11 @@ func (c *optionCache) get(a attrs) *options {
 		return o
 	}
 	keys := shapeKeys[a.shape]
-	kvs := make([]attribute.KeyValue, 0, 3)
+	kvs := make([]attribute.KeyValue, 0, 4)
 	for _, kv := range [...]struct {
 		k attribute.Key
 		v string
-	}{{keys[0], a.v1}, {keys[1], a.v2}, {scopeKey, a.scope}} {
+	}{{keys[0], a.v1}, {keys[1], a.v2}, {scopeKey, a.scope}, {callerKey, a.caller}} {
 		if kv.k != "" && kv.v != "" {
 			kvs = append(kvs, kv.k.String(kv.v))
 		}

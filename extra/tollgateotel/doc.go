@@ -47,7 +47,10 @@
 // and pause reasons from a fixed list. Scopes appear (as tollgate.scope)
 // only with WithScopes: a Transport scoped by credential has one per key,
 // named by a hash. Without it the quota gauges give, per bucket and
-// window, the scope with the fewest units left.
+// window, the scope with the fewest units left. A request whose context
+// names its caller (tollgate.WithCaller, as tollgate serve does for each
+// of its callers) adds tollgate.caller to its requests, units charged,
+// waits and settlements.
 //
 // The quota gauges read Redis through the Transport's Usage once per
 // collection for each scope and bucket this process has decided for (the

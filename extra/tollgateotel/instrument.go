@@ -75,11 +75,11 @@ func chain(record, next tollgate.DecisionHook) tollgate.DecisionHook {
 // decided records a request's decision, and notes its scope's buckets for
 // the quota gauges.
 func (m *Metrics) decided(ctx context.Context, d tollgate.Decision) {
-	m.requests.Add(ctx, 1, m.with(byEndpointResult, d.Endpoint, resultOf(d), d.Scope).add...)
+	m.requests.Add(ctx, 1, m.withCaller(byEndpointResult, d.Endpoint, resultOf(d), d.Scope, d.Caller).add...)
 	for _, ch := range d.Charges {
 		m.remaining.see(d.Scope, ch.Bucket)
 		if d.Admitted && ch.Units > 0 {
-			m.charged.Add(ctx, ch.Units, m.with(byEndpointBucket, d.Endpoint, ch.Bucket, d.Scope).add...)
+			m.charged.Add(ctx, ch.Units, m.withCaller(byEndpointBucket, d.Endpoint, ch.Bucket, d.Scope, d.Caller).add...)
 		}
 	}
 }
@@ -118,17 +118,17 @@ func failure(err error) string {
 
 // waitStarted counts a request that starts waiting for its turn.
 func (m *Metrics) waitStarted(ctx context.Context, d tollgate.Decision) {
-	m.queued.Add(ctx, 1, m.with(byEndpoint, d.Endpoint, "", d.Scope).add...)
+	m.queued.Add(ctx, 1, m.withCaller(byEndpoint, d.Endpoint, "", d.Scope, d.Caller).add...)
 }
 
 // waitEnded counts it out, and records how long it waited.
 func (m *Metrics) waitEnded(ctx context.Context, d tollgate.Decision) {
-	m.queued.Add(ctx, -1, m.with(byEndpoint, d.Endpoint, "", d.Scope).add...)
+	m.queued.Add(ctx, -1, m.withCaller(byEndpoint, d.Endpoint, "", d.Scope, d.Caller).add...)
 	result := resultAdmitted
 	if !d.Admitted {
 		result = failure(d.Err)
 	}
-	m.timeInQueue.Record(ctx, d.Waited.Seconds(), m.with(byEndpointResult, d.Endpoint, result, d.Scope).record...)
+	m.timeInQueue.Record(ctx, d.Waited.Seconds(), m.withCaller(byEndpointResult, d.Endpoint, result, d.Scope, d.Caller).record...)
 }
 
 // settled records a true cost a response told: the settlement, and the
@@ -138,13 +138,13 @@ func (m *Metrics) settled(ctx context.Context, d tollgate.Decision) {
 	if d.Err != nil {
 		result = resultEstimateKept
 	}
-	m.settlements.Add(ctx, 1, m.with(byEndpointResult, d.Endpoint, result, d.Scope).add...)
+	m.settlements.Add(ctx, 1, m.withCaller(byEndpointResult, d.Endpoint, result, d.Scope, d.Caller).add...)
 	for _, ch := range d.Charges {
 		for _, est := range d.Estimate {
 			if est.Bucket != ch.Bucket || est.Units == ch.Units {
 				continue
 			}
-			opts := m.with(byEndpointBucket, d.Endpoint, ch.Bucket, d.Scope).add
+			opts := m.withCaller(byEndpointBucket, d.Endpoint, ch.Bucket, d.Scope, d.Caller).add
 			if ch.Units > est.Units {
 				m.charged.Add(ctx, ch.Units-est.Units, opts...)
 			} else {

@@ -116,7 +116,14 @@ func (m *Metrics) Close() error {
 // with returns the measurement options of an attribute set of shape sh;
 // scope is left out unless WithScopes asked for it.
 func (m *Metrics) with(sh shape, v1, v2, scope string) *options {
-	a := attrs{shape: sh, v1: v1, v2: v2}
+	return m.withCaller(sh, v1, v2, scope, "")
+}
+
+// withCaller is with, and the attribute tollgate.caller when caller is
+// set: the Decision's Caller (tollgate.WithCaller), e.g. a gateway's
+// caller, whose names are few and configured.
+func (m *Metrics) withCaller(sh shape, v1, v2, scope, caller string) *options {
+	a := attrs{shape: sh, v1: v1, v2: v2, caller: caller}
 	if m.scopes {
 		a.scope = scope
 	}

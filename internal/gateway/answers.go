@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -129,7 +130,14 @@ func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
 		answer(w, http.StatusBadRequest, 0, body{Status: "bad_request", Upstream: up, Cause: "no_limits",
 			Message: "tollgate: the upstream has no limits for this model"})
 	default:
-		g.log.Printf("upstream %s: %s %s: %v", up, r.Method, r.URL.Path, oneLine(err.Error()))
+		// A *url.Error repeats the URL, query and all: say what failed
+		// without it.
+		why := err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			why = fmt.Errorf("%s: %w", ue.Op, ue.Err)
+		}
+		g.log.Printf("upstream %s: %s %s: %s", up, r.Method, r.URL.Path, oneLine(why.Error()))
 		answer(w, http.StatusBadGateway, 0, body{Status: "bad_gateway", Upstream: up,
 			Message: "tollgate: the request could not be sent to the upstream, or its answer could not be read"})
 	}

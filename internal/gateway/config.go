@@ -64,7 +64,7 @@ type Caller struct {
 	// at start, e.g. "TOLLGATE_TOKEN_PHP".
 	TokenEnv string `json:"token_env"`
 
-	token string // read from TokenEnv by Load
+	token secret // read from TokenEnv by Load
 }
 
 // An Upstream is one API the gateway serves.
@@ -96,8 +96,29 @@ type Upstream struct {
 	// table charges.
 	Buckets map[string]BucketConfig `json:"buckets"`
 
-	key    string   // read from KeyEnv by Load
+	key    secret   // read from KeyEnv by Load
 	target *url.URL // Target, parsed
+}
+
+// secret holds a token or a key as a func that returns it: fmt prints a
+// func held in a struct as its address, whatever the verb, so a Config
+// printed whole shows no secret.
+type secret func() string
+
+// newSecret holds s; "" is none (nil).
+func newSecret(s string) secret {
+	if s == "" {
+		return nil
+	}
+	return func() string { return s }
+}
+
+// get returns the secret, or "" for none.
+func (s secret) get() string {
+	if s == nil {
+		return ""
+	}
+	return s()
 }
 
 // A Policy is an upstream's tollgate.Policy in the configuration.
@@ -113,20 +134,28 @@ type Policy struct {
 	OnOutage string `json:"on_outage"`
 }
 
-// A BucketConfig is a custom bucket's limits.
+// A BucketConfig is a custom bucket's limits (tollgate.Bucket).
 type BucketConfig struct {
-	Limits         []LimitConfig `json:"limits"`
-	ReservePercent float64       `json:"reserve_percent"`
-	ReserveUnits   int64         `json:"reserve_units"`
-	MaxInFlight    int           `json:"max_in_flight"`
+	// Limits are the upstream's quotas for the bucket.
+	Limits []LimitConfig `json:"limits"`
+	// ReservePercent is kept below every limit, e.g. 5.
+	ReservePercent float64 `json:"reserve_percent"`
+	// ReserveUnits is kept below every limit instead, e.g. 500.
+	ReserveUnits int64 `json:"reserve_units"`
+	// MaxInFlight caps the bucket's requests in flight at once; 0: none.
+	MaxInFlight int `json:"max_in_flight"`
 }
 
-// A LimitConfig is units per window: a Go duration, or "day" with a
-// time zone ("zone", e.g. "America/Los_Angeles"; default UTC).
+// A LimitConfig is units per window.
 type LimitConfig struct {
-	Units  int64  `json:"units"`
+	// Units is the units a window holds, e.g. 10000.
+	Units int64 `json:"units"`
+	// Window is a Go duration (a sliding window, e.g. "24h"), or "day":
+	// the calendar day in Zone.
 	Window string `json:"window"`
-	Zone   string `json:"zone"`
+	// Zone is the day's time zone, e.g. "America/Los_Angeles"; default
+	// UTC.
+	Zone string `json:"zone"`
 }
 
 // Limits bound the gateway's resources; a zero field means its default.
@@ -221,7 +250,7 @@ func (c *Config) check(dir string, getenv func(string) string) error {
 			return fmt.Errorf("gateway: callers %q and %q have the same token", other, cl.Name)
 		}
 		tokens[h] = cl.Name
-		c.Callers[i].token = tok
+		c.Callers[i].token = newSecret(tok)
 	}
 	if len(c.Upstreams) == 0 {
 		return errors.New("gateway: no upstreams")
@@ -243,8 +272,8 @@ func (c *Config) check(dir string, getenv func(string) string) error {
 			return fmt.Errorf("gateway: upstreams %q and %q have the same prefix %q", other, u.Name, u.Prefix)
 		}
 		prefixes[u.Prefix] = u.Name
-		if u.key != "" {
-			if cl, ok := tokens[tollgate.HashCredential(u.key)]; ok {
+		if u.key != nil {
+			if cl, ok := tokens[tollgate.HashCredential(u.key.get())]; ok {
 				return fmt.Errorf("gateway: caller %q's token is upstream %q's key: a caller must never hold the key", cl, u.Name)
 			}
 		}
@@ -266,8 +295,8 @@ func (u *Upstream) check(dir string, getenv func(string) string, callers bool) e
 	}
 	u.target = t
 	if u.KeyEnv != "" {
-		u.key = strings.TrimSpace(getenv(u.KeyEnv))
-		if u.key == "" {
+		u.key = newSecret(strings.TrimSpace(getenv(u.KeyEnv)))
+		if u.key == nil {
 			return fmt.Errorf("the environment variable %s (key_env) is not set", u.KeyEnv)
 		}
 	} else if callers {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,32 @@ func TestLoadGood(t *testing.T) {
 	}
 	if cfg.Listen != DefaultListen || cfg.Upstreams[4].Costs != filepath.Join(dir, "costs.json") {
 		t.Errorf("listen %q, costs %q: want the defaults filled in", cfg.Listen, cfg.Upstreams[4].Costs)
+	}
+}
+
+// TestLoadIssueExample: the configuration the contract gives, as written.
+func TestLoadIssueExample(t *testing.T) {
+	example := `{
+  "listen": "127.0.0.1:8787",
+  "redis": "redis://127.0.0.1:6379/0",
+  "callers": [{"name": "php-cron", "token_env": "TOLLGATE_TOKEN_PHP"}],
+  "upstreams": [
+    {"name": "youtube", "provider": "youtube", "prefix": "/youtube/",
+     "target": "https://youtube.googleapis.com/youtube", "key_env": "YOUTUBE_API_KEY",
+     "options": {"quota": 10000, "table": "classic"}},
+    {"name": "openai", "provider": "openai", "prefix": "/openai/",
+     "target": "https://api.openai.com", "key_env": "OPENAI_API_KEY", "options": {}}
+  ]
+}`
+	vars := map[string]string{"TOLLGATE_TOKEN_PHP": phpToken, "YOUTUBE_API_KEY": realKey, "OPENAI_API_KEY": "sk-real-openai-key"}
+	cfg, err := Load([]byte(example), t.TempDir(), func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Upstreams) != 2 || cfg.Callers[0].token.get() != phpToken || cfg.Upstreams[1].key.get() != "sk-real-openai-key" {
+		t.Errorf("loaded %d upstreams and %d callers, or their secrets not read from the environment", len(cfg.Upstreams), len(cfg.Callers))
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
+		noSecrets(t, "the Config printed with "+verb, fmt.Sprintf(verb, cfg))
 	}
 }

@@ -84,7 +84,7 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 		inFlight: map[string]*atomic.Int64{"": new(atomic.Int64)}, rdb: opts.Redis,
 		log: log.New(logw, "tollgate serve: ", 0), flights: map[*flight]struct{}{}}
 	for _, c := range cfg.Callers {
-		g.callers[tollgate.HashCredential(c.token)] = c.Name
+		g.callers[tollgate.HashCredential(c.token.get())] = c.Name
 		g.inFlight[c.Name] = new(atomic.Int64)
 	}
 	base := opts.Base
@@ -123,9 +123,10 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 		// 0: ReverseProxy flushes every write of a response without a
 		// length (chunked) or of text/event-stream, so streams pass as
 		// they come, and buffers the others' writes.
-		FlushInterval: 0,
-		ErrorLog:      g.log,
-		ErrorHandler:  g.failed,
+		FlushInterval:  0,
+		ErrorLog:       g.log,
+		ModifyResponse: g.relocate,
+		ErrorHandler:   g.failed,
 	}
 	return g, nil
 }
@@ -170,6 +171,7 @@ type flight struct {
 	query  string // the outgoing raw query
 	keys   []string
 	caller string
+	origin string // scheme and host the caller reached the gateway at
 
 	// Set under Gateway.mu:
 	sent    bool // handed to the upstream: it finishes on SIGTERM
@@ -248,6 +250,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.raw = raw
 	}
 	f.query, f.keys = withoutKey(r.URL.RawQuery)
+	f.origin = "http://" + r.Host
+	if r.TLS != nil {
+		f.origin = "https://" + r.Host
+	}
 	if !g.enter(f) {
 		g.shuttingDown(w, rt.up)
 		return
@@ -340,14 +346,14 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL = &url.URL{Scheme: t.Scheme, Host: t.Host, Path: f.path, RawPath: f.raw, RawQuery: f.query}
 	pr.Out.Host = "" // the target's
 	h := pr.Out.Header
-	if f.up.cfg.key != "" {
+	if f.up.cfg.key != nil {
 		h.Del("Authorization")
 		h.Del("X-Goog-Api-Key")
 		h.Del("X-Api-Key")
 		if f.up.bearer {
-			h.Set("Authorization", "Bearer "+f.up.cfg.key)
+			h.Set("Authorization", "Bearer "+f.up.cfg.key.get())
 		} else {
-			h.Set(f.up.keyHeader, f.up.cfg.key)
+			h.Set(f.up.keyHeader, f.up.cfg.key.get())
 		}
 	} else if len(f.keys) > 0 && f.up.queryKey && h.Get(f.up.keyHeader) == "" {
 		// A caller's own key, passed through in a header: never in the URL.
@@ -371,6 +377,47 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 			h.Set("X-Forwarded-For", ip)
 		}
 	}
+}
+
+// relocate points a Location under a configured target (YouTube's
+// resumable upload session URI, a redirect) at the gateway, under that
+// target's prefix, so that the caller's next requests come through it
+// too. Other Locations are left as they are.
+func (g *Gateway) relocate(resp *http.Response) error {
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return nil
+	}
+	u, err := url.Parse(loc)
+	if err != nil || !u.IsAbs() {
+		return nil
+	}
+	f := flightOf(resp.Request.Context())
+	if f == nil {
+		return nil
+	}
+	var best *route
+	rest := ""
+	for i := range g.router.routes {
+		rt := &g.router.routes[i]
+		t := rt.target
+		if !strings.EqualFold(u.Scheme, t.Scheme) || !strings.EqualFold(u.Host, t.Host) {
+			continue
+		}
+		r, ok := strings.CutPrefix(u.EscapedPath(), strings.TrimRight(t.EscapedPath(), "/")+"/")
+		if ok && (best == nil || len(t.EscapedPath()) > len(best.target.EscapedPath())) {
+			best, rest = rt, r
+		}
+	}
+	if best == nil || hasDotSegment(u.EscapedPath()) {
+		return nil
+	}
+	q := ""
+	if u.RawQuery != "" {
+		q = "?" + u.RawQuery
+	}
+	resp.Header.Set("Location", f.origin+best.prefix+rest+q)
+	return nil
 }
 
 // dispatch sends a request with its upstream's Transport.

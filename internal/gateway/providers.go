@@ -101,14 +101,14 @@ func checkYouTube(u *Upstream) error {
 // is named, else the keys argument (youtube.DefaultPool).
 func youtubeKeys(u *Upstream, pool string, opts *youtube.Options) []string {
 	if pool == "" {
-		if u.key == "" {
+		if u.key == nil {
 			return nil
 		}
-		return []string{u.key}
+		return []string{u.key.get()}
 	}
 	opts.Pools = map[string][]string{pool: nil}
-	if u.key != "" {
-		opts.Pools[pool] = []string{u.key}
+	if u.key != nil {
+		opts.Pools[pool] = []string{u.key.get()}
 	}
 	return nil
 }

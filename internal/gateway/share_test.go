@@ -2,16 +2,22 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/gemsim"
 	"github.com/tollgate/tollgate/internal/ytsim"
+	"github.com/tollgate/tollgate/providers/gemini"
 	"github.com/tollgate/tollgate/providers/youtube"
 )
 
@@ -112,5 +118,36 @@ func TestCustomProvider(t *testing.T) {
 		if d.Endpoint != "search" || d.Caller != "php-cron" || d.Scope != tollgate.DefaultScope {
 			t.Errorf("decision %+v, want search by php-cron in the default scope", d)
 		}
+	}
+}
+
+// TestGemini: a Gemini request through the gateway reaches the simulated
+// API with the upstream's key in X-Goog-Api-Key, and is charged to the
+// scope a Go process's gemini.NewTransport charges for that key and
+// model.
+func TestGemini(t *testing.T) {
+	sim := gemsim.New(gemsim.Config{Models: map[string]gemsim.Limits{"gemini-2.5-flash": {RPM: 100, TPM: 100000, RPD: 1000}}})
+	up := httptest.NewServer(sim)
+	t.Cleanup(up.Close)
+	var decided decisions
+	cfg := fmt.Sprintf(`{"callers": [{"name": "node", "token_env": "TOKEN_NODE"}],
+	  "upstreams": [{"name": "gemini", "provider": "gemini", "prefix": "/gemini/", "target": %q, "key_env": "YT_KEY",
+	    "options": {"rpm": 10, "tpm": 10000, "rpd": 100}}]}`, up.URL)
+	r := start(t, cfg, tollgate.Config{OnDecision: decided.hook})
+	body := `{"contents": [{"parts": [{"text": "Hello"}]}]}`
+	code, _, b := do(t, "POST", r.url+"/gemini/v1beta/models/gemini-2.5-flash:generateContent?key="+nodeToken,
+		map[string]string{"Content-Type": "application/json"}, strings.NewReader(body))
+	if code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	noSecrets(t, "the answer", b)
+	a := sim.Arrivals()
+	sum := sha256.Sum256([]byte(realKey))
+	if len(a) != 1 || a[0].Project != hex.EncodeToString(sum[:8]) {
+		t.Errorf("the simulator saw %+v, want one request of the upstream key's project", a)
+	}
+	d := decided.list()
+	if len(d) == 0 || d[0].Scope != gemini.Scope(realKey, "gemini-2.5-flash") || d[0].Caller != "node" {
+		t.Errorf("decisions %+v, want the scope gemini.Scope gives the key and model, by node", d)
 	}
 }
