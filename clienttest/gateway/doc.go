@@ -16,7 +16,7 @@
 //	dir=$(mktemp -d) && npm install --prefix "$dir" openai@6
 //	cd clienttest && TOLLGATE_OPENAI_NODE="$dir" TOLLGATE_REQUIRE_POLYGLOT=1 go test ./gateway -v
 //
-// The test builds cmd/tollgate itself; go test's cache reruns it when the
-// gateway's package or the library changes, but not cmd/tollgate alone:
-// add -count=1 then.
+// The test builds cmd/tollgate itself, in a subprocess that go test's
+// cache cannot see: after a change to the command or the library, run it
+// with -count=1.
 package gateway

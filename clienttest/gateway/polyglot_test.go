@@ -20,12 +20,6 @@ import (
 	"testing"
 	"time"
 
-	// The test runs the tollgate command, built in a subprocess, which go
-	// test's cache cannot see; importing the gateway's package makes the
-	// test binary, and so the cached result, change with the gateway and
-	// the library under it. (After a change to cmd/tollgate alone, run
-	// with -count=1.)
-	_ "github.com/tollgate/tollgate/internal/gateway"
 	"github.com/tollgate/tollgate/internal/oaisim"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/windowcheck"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate/tollgate/internal/gateway"
+	"github.com/tollgate/tollgate/cmd/tollgate/internal/gateway"
 	"github.com/tollgate/tollgate/quota/embedded"
 )
 

@@ -1,6 +1,6 @@
 //go:build unix
 
-package bench
+package gateway_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate/tollgate/internal/gateway"
+	"github.com/tollgate/tollgate/cmd/tollgate/internal/gateway"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/quota"
 )
