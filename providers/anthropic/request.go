@@ -117,7 +117,14 @@ func walk(body []byte, f *facts) {
 			switch d {
 			case '{', '[':
 				if len(stack) > 0 {
-					stack[len(stack)-1].keyed = false // the value of the key is this
+					parent := &stack[len(stack)-1]
+					switch {
+					case parent.object && parent.key == "type":
+						parent.typ = ""
+					case parent.object && parent.key == "data":
+						parent.dataLen = 0
+					}
+					parent.keyed = false // the value of the key is this
 				}
 				stack = append(stack, frame{object: d == '{'})
 			case '}', ']':
@@ -145,13 +152,12 @@ func walk(body []byte, f *facts) {
 		}
 		if len(stack) > 0 && stack[len(stack)-1].object {
 			top := &stack[len(stack)-1]
-			if s, ok := tok.(string); ok {
-				switch top.key {
-				case "type":
-					top.typ = s
-				case "data":
-					top.dataLen = int64(len(s)) + 2 // its quotes: base64 holds no escapes
-				}
+			s, _ := tok.(string) // "" for a value of another type
+			switch top.key {
+			case "type":
+				top.typ = s
+			case "data":
+				top.dataLen = int64(len(s)) + 2 // its quotes: base64 holds no escapes
 			}
 			top.keyed = false
 		}
