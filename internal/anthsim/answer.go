@@ -142,11 +142,10 @@ func blockPiece(raw json.RawMessage) piece {
 // when tools are given. Never more than the bytes of the request body,
 // the bound providers/anthropic's estimate relies on.
 const (
-	bytesPerToken  = 4
-	messageTokens  = 4
-	requestTokens  = 3
-	toolUseTokens  = 300
-	maxOutputWords = 64
+	bytesPerToken = 4
+	messageTokens = 4
+	requestTokens = 3
+	toolUseTokens = 300
 )
 
 func tokens(text string) int64 { return int64((len(text) + bytesPerToken - 1) / bytesPerToken) }
@@ -188,12 +187,14 @@ func (s *Server) usageOf(org string, req request) (Usage, []string) {
 	return u, writes
 }
 
-// outputTokens is how many tokens a request generates: at most its
-// max_tokens, and the same for the same request.
+// outputTokens is how many tokens a request generates: from half its
+// max_tokens to all of it, as a model asked for an answer of about that
+// size writes, and the same for the same request.
 func outputTokens(req request, u Usage) int64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s/%d/%d/%d", req.model, u.InputTokens, u.CacheReadInputTokens, req.maxTokens)
-	return min(req.maxTokens, 1+int64(h.Sum64()%maxOutputWords))
+	half := req.maxTokens / 2
+	return half + 1 + int64(h.Sum64()%uint64(req.maxTokens-half))
 }
 
 // text is an answer of n tokens: a word each.

@@ -199,13 +199,13 @@ func (s *Server) Stats() Stats {
 // traffic" of the Opus 4 models, and likewise Sonnet 4.x): a current
 // model "claude-<family>-<major>-..." spends "claude-<family>-<major>";
 // an older one ("claude-3-5-haiku-20241022") its name without the
-// trailing date.
+// trailing date (or "-latest").
 func ClassOf(model string) string {
 	parts := strings.Split(model, "-")
 	if len(parts) >= 3 && parts[0] == "claude" && !isDigits(parts[1]) && isDigits(parts[2]) {
 		return strings.Join(parts[:3], "-")
 	}
-	if n := len(parts); n > 1 && len(parts[n-1]) == 8 && isDigits(parts[n-1]) {
+	if n := len(parts); n > 1 && (len(parts[n-1]) == 8 && isDigits(parts[n-1]) || parts[n-1] == "latest") {
 		return strings.Join(parts[:n-1], "-")
 	}
 	return model
