@@ -180,8 +180,11 @@ func TestCachedKeepsTheInputEstimate(t *testing.T) {
 	for _, a := range as {
 		out += a.Output
 	}
-	if input != 2*int64(len(body)) || output != out {
-		t.Errorf("tollgate counts %d input and %d output tokens, want %d (the estimates) and %d", input, output, 2*len(body), out)
+	// Anthropic rounds the tokens remaining to the nearest thousand: an
+	// announcement rounded down counts up to 500 more as spent, until the
+	// bucket's reset.
+	if input != 2*int64(len(body)) || output < out || output > out+500 {
+		t.Errorf("tollgate counts %d input and %d output tokens, want %d (the estimates) and %d (the usage; up to 500 more for a rounded announcement)", input, output, 2*len(body), out)
 	}
 	if as[1].Usage.CacheReadInputTokens == 0 || as[1].Input >= int64(len(body)) {
 		t.Errorf("the second request read nothing from the cache: %+v", as[1])
@@ -295,7 +298,7 @@ func TestOverloadedAndTooLargePauseNothing(t *testing.T) {
 	for _, a := range sim.Arrivals() {
 		out += a.Output
 	}
-	if output != out {
+	if output < out || output > out+500 { // up to 500 more for a rounded announcement
 		t.Errorf("tollgate counts %d output tokens, the upstream %d: refused answers must give max_tokens back", output, out)
 	}
 }
