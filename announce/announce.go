@@ -1,7 +1,7 @@
 // Package announce reads the quotas an HTTP response announces in its
 // headers, so that a client can hold its own count to what the server says.
 //
-// Read understands five dialects, each named in Quota.Dialect and read as
+// Read understands six dialects, each named in Quota.Dialect and read as
 // its documentation defines it:
 //
 //   - "ratelimit": the RateLimit and RateLimit-Policy fields of the IETF
@@ -21,6 +21,9 @@
 //   - "openai": OpenAI's x-ratelimit-limit-requests, -remaining-requests,
 //     -reset-requests and the same for tokens and project tokens:
 //     https://developers.openai.com/api/docs/guides/rate-limits
+//   - "anthropic": Anthropic's anthropic-ratelimit-requests-limit,
+//     -remaining and -reset, and the same for input-tokens, output-tokens
+//     and tokens: https://docs.anthropic.com/en/api/rate-limits
 //
 // Retry-After (RFC 9110, section 10.2.3,
 // https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3) is read by
@@ -40,7 +43,7 @@ import (
 // Quota is one quota a response announces.
 type Quota struct {
 	// Dialect names the header family the quota was read from: "ratelimit",
-	// "ratelimit-trio", "github", "x" or "openai" (see the package
+	// "ratelimit-trio", "github", "x", "openai" or "anthropic" (see the package
 	// documentation). Within a dialect, no two quotas Read returns share a
 	// name; across dialects they may.
 	Dialect string
@@ -136,6 +139,7 @@ func Read(h http.Header, now time.Time) []Quota {
 	readGitHub(h, now, &c)
 	readX(h, now, &c)
 	readOpenAI(h, now, &c)
+	readAnthropic(h, now, &c)
 	if c.n == 0 {
 		return nil
 	}

@@ -77,7 +77,7 @@ func FuzzRead(f *testing.F) {
 // "available quota", which a burst may raise), so that is not checked.
 func consistent(q announce.Quota, at time.Time) error {
 	switch q.Dialect {
-	case "ratelimit", "ratelimit-trio", "github", "x", "openai":
+	case "ratelimit", "ratelimit-trio", "github", "x", "openai", "anthropic":
 	default:
 		return fmt.Errorf("unknown dialect %q", q.Dialect)
 	}

@@ -326,14 +326,45 @@ var sampleCases = []readCase{
 	{name: "openai/OBS-azure-sentinels",
 		lines: []string{`x-ratelimit-limit-tokens: -1`, `x-ratelimit-remaining-tokens: -1`, `x-ratelimit-reset-tokens: 0`}},
 
-	// --- not a dialect Read knows ---
+	// --- Anthropic ---
 
+	// https://docs.anthropic.com/en/api/rate-limits, "Response headers"
+	// (constructed from its table): resets are RFC 3339 instants, token
+	// remainders rounded to thousands; "tokens" is the most restrictive.
+	{name: "anthropic/doc-table-constructed",
+		lines: []string{`anthropic-ratelimit-requests-limit: 50`, `anthropic-ratelimit-requests-remaining: 49`, `anthropic-ratelimit-requests-reset: 2026-06-01T12:00:02Z`,
+			`anthropic-ratelimit-input-tokens-limit: 30000`, `anthropic-ratelimit-input-tokens-remaining: 29000`, `anthropic-ratelimit-input-tokens-reset: 2026-06-01T12:00:01.5Z`,
+			`anthropic-ratelimit-output-tokens-limit: 8000`, `anthropic-ratelimit-output-tokens-remaining: 5000`, `anthropic-ratelimit-output-tokens-reset: 2026-06-01T14:00:20+02:00`,
+			`anthropic-ratelimit-tokens-limit: 8000`, `anthropic-ratelimit-tokens-remaining: 5000`, `anthropic-ratelimit-tokens-reset: 2026-06-01T11:59:59Z`},
+		want: []string{
+			`anthropic/requests limit=50 remaining=49 used=-1 reset=+2s window=0s unit=requests pk=""`,
+			`anthropic/input-tokens limit=30000 remaining=29000 used=-1 reset=+1.5s window=0s unit=tokens pk=""`,
+			`anthropic/output-tokens limit=8000 remaining=5000 used=-1 reset=+20s window=0s unit=tokens pk=""`,
+			`anthropic/tokens limit=8000 remaining=5000 used=-1 reset=+0s window=0s unit=tokens pk=""`,
+		}},
 	// https://rdrr.io/cran/tidyllm/src/tests/testthat/claude/api.anthropic.com/v1/messages-e050b5-POST.R (observed)
 	{name: "anthropic/OBS-200-headers",
+		at: time.Date(2025, 8, 21, 12, 41, 0, 0, time.UTC),
 		lines: []string{`date: Thu, 21 Aug 2025 12:41:00 GMT`,
 			`anthropic-ratelimit-input-tokens-limit: 80000`, `anthropic-ratelimit-input-tokens-remaining: 80000`, `anthropic-ratelimit-input-tokens-reset: 2025-08-21T12:40:59Z`,
 			`anthropic-ratelimit-requests-limit: 1000`, `anthropic-ratelimit-requests-remaining: 999`, `anthropic-ratelimit-requests-reset: 2025-08-21T12:40:59Z`,
-			`anthropic-ratelimit-tokens-limit: 96000`, `anthropic-ratelimit-tokens-remaining: 96000`, `anthropic-ratelimit-tokens-reset: 2025-08-21T12:40:59Z`}},
+			`anthropic-ratelimit-tokens-limit: 96000`, `anthropic-ratelimit-tokens-remaining: 96000`, `anthropic-ratelimit-tokens-reset: 2025-08-21T12:40:59Z`},
+		want: []string{
+			`anthropic/requests limit=1000 remaining=999 used=-1 reset=+0s window=0s unit=requests pk=""`,
+			`anthropic/input-tokens limit=80000 remaining=80000 used=-1 reset=+0s window=0s unit=tokens pk=""`,
+			`anthropic/tokens limit=96000 remaining=96000 used=-1 reset=+0s window=0s unit=tokens pk=""`,
+		}},
+	// constructed: a 429 whose retry-after is later than the reset; a
+	// reset that is not RFC 3339 is not announced
+	{name: "anthropic/429-constructed",
+		lines: []string{`retry-after: 30`, `anthropic-ratelimit-output-tokens-limit: 8000`, `anthropic-ratelimit-output-tokens-remaining: 0`, `anthropic-ratelimit-output-tokens-reset: 2026-06-01T12:00:20Z`,
+			`anthropic-ratelimit-requests-limit: 50`, `anthropic-ratelimit-requests-remaining: 10`, `anthropic-ratelimit-requests-reset: 20s`},
+		want: []string{
+			`anthropic/requests limit=50 remaining=10 used=-1 reset=none window=0s unit=requests pk=""`,
+			`anthropic/output-tokens limit=8000 remaining=0 used=-1 reset=+30s window=0s unit=tokens pk=""`,
+		}},
+
+	// --- not a dialect Read knows ---
 }
 
 func TestReadSamples(t *testing.T) { checkRead(t, sampleCases) }

@@ -6,7 +6,8 @@
 // The table goes to tollgate.New in tollgate.Config.Costs. The providers
 // bring their own, data you can override: youtube.Classic and
 // youtube.Granular (providers/youtube), github.Table (providers/github),
-// openai.Table (providers/openai), gemini.Table (providers/gemini).
+// openai.Table (providers/openai), gemini.Table (providers/gemini),
+// anthropic.Table (providers/anthropic).
 //
 // A [Table] is built from a [Spec]: data that a JSON file holds or Go code
 // writes. Rules match requests with the pattern syntax of [net/http.ServeMux]

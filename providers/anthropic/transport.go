@@ -1,0 +1,391 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/provider"
+	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
+)
+
+// Options tune NewTransport; the zero value means the defaults.
+type Options struct {
+	// Base sends the requests that are admitted. nil means
+	// http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Limits are every model class's limits, but those Classes names;
+	// zero learns each class's limits from its responses.
+	Limits Limits
+	// Classes gives some classes' limits, by class (see ModelClass), e.g.
+	// "claude-sonnet-4", replacing Limits for them.
+	Classes map[string]Limits
+	// Class names the class whose limits a model spends; nil means
+	// ModelClass.
+	Class func(model string) string
+
+	// Counting says how requests' tokens are counted; the zero value is
+	// Anthropic's rule (see Counting).
+	Counting Counting
+	// Table is the cost table; zero means Table(Counting).
+	Table costs.Spec
+
+	// ReservePercent is kept below every limit, rounded up; 0 means
+	// DefaultReservePercent, a negative value none.
+	ReservePercent float64
+	// Minute, when set, is how long a minute lasts, for tests and demos
+	// against a simulated server whose time runs faster; 0 means
+	// time.Minute.
+	Minute time.Duration
+	// MaxBody bounds the request bodies read to count their tokens; 0
+	// means DefaultMaxBody.
+	MaxBody int64
+
+	// Tollgate holds the Transport's other settings: Policy, Lease,
+	// Transit, Local and LocalShare, Routes, the hooks and Logger. Its
+	// Scope, when set, names the pool of a request instead of its key
+	// (e.g. tollgate.Scope("org-acme") for keys of one organization), and
+	// must not contain "/": the class is joined to it after a "/". Routes'
+	// scopes are taken as they are. NewTransport fills in the rest:
+	// setting Base, Limiter, Costs, Buckets or ReadResponse here is an
+	// error.
+	Tollgate tollgate.Config
+}
+
+// Transport meters calls to Anthropic's Messages API: an
+// http.RoundTripper that charges each request to its model class's
+// Requests, InputTokens and OutputTokens buckets in its pool. It reads the
+// body of each Messages request once, whole (up to Options.MaxBody),
+// before charging it. Build one with NewTransport; it is safe for
+// concurrent use. Close it when done.
+type Transport struct {
+	profiles map[string]*profile // by class; "" for the classes Options.Classes does not name
+	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
+	class    func(string) string
+	maxBody  int64
+	owned    io.Closer // the in-process Redis, when NewTransport started one
+	states   announcing
+}
+
+// profile is the Transports of one class's limits: learned holds the
+// limits not given until the upstream announces them, letting one request
+// at a time through per scope until it does; unannounced is for servers
+// that announce none, and enforces only the limits given (nil when every
+// limit is given).
+type profile struct {
+	limits               Limits
+	learned, unannounced *tollgate.Transport
+}
+
+// NewTransport returns a ready http.RoundTripper for Anthropic's Messages
+// API, from a Redis client shared by every process spending the same keys
+// (nil runs an in-process Redis, for a single process) and options (nil
+// for the defaults). It checks the whole configuration: an error here is
+// one the first request would otherwise meet.
+func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody}
+	if t.maxBody == 0 {
+		t.maxBody = DefaultMaxBody
+	}
+	if t.class == nil {
+		t.class = ModelClass
+	}
+	cfg.Scope = t.scopeOf
+	if rdb == nil {
+		local, err := embedded.New()
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: %w", err)
+		}
+		rdb, t.owned = local, local
+	}
+	if cfg.Limiter, err = quota.New(rdb); err != nil {
+		return nil, t.fail(fmt.Errorf("anthropic: %w", err))
+	}
+	classes := map[string]Limits{"": opts.Limits}
+	for c, l := range opts.Classes {
+		if c == "" {
+			return nil, t.fail(errors.New("anthropic: Options.Classes has a class with no name; set Options.Limits instead"))
+		}
+		classes[c] = l
+	}
+	for c, l := range classes {
+		p := &profile{limits: l}
+		t.profiles[c] = p
+		cfg.Buckets = opts.buckets(l, false)
+		if p.learned, err = tollgate.New(cfg); err != nil {
+			return nil, t.fail(fmt.Errorf("anthropic: %w", err))
+		}
+		if l.RPM == 0 || l.ITPM == 0 || l.OTPM == 0 {
+			cfg.Buckets = opts.buckets(l, true)
+			if p.unannounced, err = tollgate.New(cfg); err != nil {
+				return nil, t.fail(fmt.Errorf("anthropic: %w", err))
+			}
+		}
+	}
+	return t, nil
+}
+
+// config checks the options and assembles the tollgate.Config they ask
+// for, all but the scope, buckets and limiter.
+func (o *Options) config() (tollgate.Config, error) {
+	cfg := o.Tollgate
+	owned := provider.Owned{Provider: "anthropic", Upstream: "Anthropic", Buckets: "Options.Limits and Options.Classes"}
+	if err := owned.Check(cfg); err != nil {
+		return cfg, err
+	}
+	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("anthropic"); err != nil {
+		return cfg, err
+	}
+	if !o.Counting.check() {
+		return cfg, fmt.Errorf("anthropic: Options.Counting %+v: counts must not be negative", o.Counting)
+	}
+	for c, l := range o.Classes {
+		if err := l.check(); err != nil {
+			return cfg, fmt.Errorf("anthropic: Options.Classes[%q]: %w", c, err)
+		}
+	}
+	if err := o.Limits.check(); err != nil {
+		return cfg, fmt.Errorf("anthropic: Options.Limits: %w", err)
+	}
+	table := o.Table
+	if len(table.Rules) == 0 && table.Default == nil {
+		table = Table(o.Counting)
+	}
+	ct, err := costs.New(table)
+	if err != nil {
+		return cfg, fmt.Errorf("anthropic: %w", err)
+	}
+	cfg.Base, cfg.Costs, cfg.ReadResponse = o.Base, ct, Upstream()
+	return cfg, nil
+}
+
+// check reports limits that are negative.
+func (l Limits) check() error {
+	if l.RPM < 0 || l.ITPM < 0 || l.OTPM < 0 {
+		return fmt.Errorf("limits %+v must not be negative", l)
+	}
+	return nil
+}
+
+// bucketLimit is the limit tollgate enforces for an upstream token bucket
+// of perMinute units, refilled at perMinute units a minute (0: to be
+// learned from the headers). Today it is a sliding window of perMinute
+// units a minute (quota.PerWindow): a sliding window of C a minute never
+// admits more than the upstream's bucket of capacity C refilled at C a
+// minute does (in any span of time T it admits at most C·⌈T/minute⌉ ≤
+// C + C·T/minute, the bucket's bound), so it is safe, only less generous:
+// after a burst it waits for the burst to leave the window, where the
+// upstream's bucket has already refilled in part. Issue 25's refilling
+// limit (a token bucket in the quota engine) replaces it here, and only
+// here.
+func bucketLimit(perMinute int64, minute time.Duration) quota.Limit {
+	return quota.PerWindow(perMinute, minute)
+}
+
+// buckets returns the Requests, InputTokens and OutputTokens buckets of a
+// class with limits l, each learned from the anthropic-ratelimit-* headers
+// unless given (for unannounced, a limit not given is not limited).
+func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket {
+	minute := o.Minute
+	if minute == 0 {
+		minute = time.Minute
+	}
+	reserve := o.ReservePercent
+	switch {
+	case reserve == 0:
+		reserve = DefaultReservePercent
+	case reserve < 0:
+		reserve = 0
+	}
+	bucket := func(perMinute int64, announced string) tollgate.Bucket {
+		if perMinute == 0 && unannounced {
+			perMinute = maxUnits
+		}
+		return tollgate.Bucket{ReservePercent: reserve, Follows: announced,
+			Limits: []quota.Limit{bucketLimit(perMinute, minute)}}
+	}
+	return map[string]tollgate.Bucket{
+		Requests:     bucket(l.RPM, "anthropic/requests"),
+		InputTokens:  bucket(l.ITPM, "anthropic/input-tokens"),
+		OutputTokens: bucket(l.OTPM, "anthropic/output-tokens"),
+	}
+}
+
+// fail releases what NewTransport started before returning err.
+func (t *Transport) fail(err error) error {
+	t.Close()
+	return err
+}
+
+// scopeKey carries a request's scope in its context, from RoundTrip to the
+// Transports' ScopeFunc.
+type scopeKey struct{}
+
+// scopeOf is the ScopeFunc of the Transports: the scope RoundTrip named.
+func (t *Transport) scopeOf(req *http.Request) (string, error) {
+	if s, ok := req.Context().Value(scopeKey{}).(string); ok {
+		return s, nil
+	}
+	return "", errors.New("anthropic: the request did not come through the Transport's RoundTrip")
+}
+
+// RoundTrip charges the request to its model class's buckets and sends
+// it, as tollgate.Transport.RoundTrip does. It never modifies req, and
+// closes its body on every path. Besides tollgate's errors, it fails with
+// an error matching ErrBody, before sending anything, when a Messages
+// request has a body that is not a JSON object or is larger than
+// Options.MaxBody.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	k := kindOf(req.Method, req.URL.Path)
+	out := req
+	ctx := req.Context()
+	var model string
+	if k == messages || k == countTokens {
+		body, err := t.readBody(req)
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
+		}
+		f, err := parse(body)
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
+		}
+		model = f.model
+		ctx = withRead(ctx, &read{facts: f})
+		out = req.Clone(ctx)
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.ContentLength = int64(len(body))
+	}
+	poolName := pool(credentialOf(req))
+	if t.pool != nil {
+		var err error
+		if poolName, err = t.pool(req); err != nil || poolName == "" || strings.Contains(poolName, "/") {
+			closeBody(out)
+			return nil, fmt.Errorf("anthropic: the scope func named the pool %q (%v): it must be a name without \"/\"", poolName, err)
+		}
+	}
+	class := ""
+	if model != "" {
+		class = t.class(model)
+	}
+	scope := scopeName(poolName, class)
+	ctx = context.WithValue(ctx, scopeKey{}, scope)
+	if out == req {
+		out = req.WithContext(ctx)
+	} else {
+		out = out.WithContext(ctx)
+	}
+	p := t.profileOf(class)
+	inner, done, err := t.route(ctx, p, scope)
+	if err != nil {
+		closeBody(out)
+		return nil, err
+	}
+	resp, err := inner.RoundTrip(out)
+	done(resp)
+	return resp, err
+}
+
+// readBody reads and closes the body of a request that counts tokens.
+func (t *Transport) readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	return readAll(req.Body, t.maxBody)
+}
+
+// closeBody closes the body of a request that is not sent.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// profileOf returns the profile of a class's limits.
+func (t *Transport) profileOf(class string) *profile {
+	if p, ok := t.profiles[class]; ok && class != "" {
+		return p
+	}
+	return t.profiles[""]
+}
+
+// forScope returns the Transport that decides a scope's requests now, for
+// Usage, Record and Pause.
+func (t *Transport) forScope(scope string) *tollgate.Transport {
+	p := t.profiles[""]
+	if _, class, ok := strings.Cut(scope, "/"); ok {
+		for c, q := range t.profiles {
+			if c != "" && className(c) == class {
+				p = q
+				break
+			}
+		}
+	}
+	if p.unannounced != nil && t.states.silent(scope) {
+		return p.unannounced
+	}
+	return p.learned
+}
+
+// Usage reads how much of each limit of a bucket (Requests, InputTokens or
+// OutputTokens) is spent in a scope (see Scope), as
+// tollgate.Transport.Usage does.
+func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
+	return t.forScope(scope).Usage(ctx, scope, bucket)
+}
+
+// Record counts units of a bucket spent in a scope outside tollgate, as
+// tollgate.Transport.Record does.
+func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
+	return t.forScope(scope).Record(ctx, scope, bucket, units)
+}
+
+// Pause stops a scope's bucket ("" for all of the scope's) for every
+// process, for d, as tollgate.Transport.Pause does.
+func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
+	return t.forScope(scope).Pause(ctx, scope, bucket, d)
+}
+
+// CloseIdleConnections closes the idle connections of Base, when it can;
+// http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() {
+	if p := t.profiles[""]; p != nil && p.learned != nil {
+		p.learned.CloseIdleConnections()
+	}
+}
+
+// Close releases the Transport, and the in-process Redis if NewTransport
+// started one.
+func (t *Transport) Close() error {
+	var errs []error
+	for _, p := range t.profiles {
+		for _, tr := range []*tollgate.Transport{p.learned, p.unannounced} {
+			if tr != nil {
+				errs = append(errs, tr.Close())
+			}
+		}
+	}
+	if t.owned != nil {
+		errs = append(errs, t.owned.Close())
+	}
+	return errors.Join(errs...)
+}

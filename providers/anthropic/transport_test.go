@@ -1,0 +1,411 @@
+package anthropic_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/anthsim"
+	"github.com/tollgate/tollgate/internal/redistest"
+	"github.com/tollgate/tollgate/providers/anthropic"
+)
+
+const key = "sk-ant-api03-test-0123456789"
+
+// harness is a Transport in front of a simulated API on loopback.
+type harness struct {
+	t   *testing.T
+	sim *anthsim.Server
+	url string
+	tr  *anthropic.Transport
+
+	mu      sync.Mutex
+	settled []tollgate.Decision
+}
+
+// newHarness starts a simulator (or uses sim) and a Transport on rdb
+// (nil: in-process).
+func newHarness(t *testing.T, sim *anthsim.Server, rdb redis.UniversalClient, opts anthropic.Options) *harness {
+	t.Helper()
+	api := httptest.NewServer(sim)
+	t.Cleanup(api.Close)
+	h := &harness{t: t, sim: sim, url: api.URL}
+	opts.Tollgate.OnSettle = func(_ context.Context, d tollgate.Decision) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.settled = append(h.settled, d)
+	}
+	tr, err := anthropic.NewTransport(rdb, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	h.tr = tr
+	return h
+}
+
+// post sends a Messages request with the key and reads its answer whole.
+func (h *harness) post(body string) (*http.Response, string, error) {
+	h.t.Helper()
+	req, err := http.NewRequest("POST", h.url+"/v1/messages", strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("X-Api-Key", key)
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	resp, err := h.tr.RoundTrip(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+// used returns what the Transport counts in a scope's bucket, and the
+// limit it enforces.
+func (h *harness) used(scope, bucket string) (int64, int64) {
+	h.t.Helper()
+	u, err := h.tr.Usage(context.Background(), scope, bucket)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return u[0].Used, u[0].Limit.Units
+}
+
+// message is a Messages body.
+func message(model, text string, maxTokens int, stream bool) string {
+	s := ""
+	if stream {
+		s = `"stream":true,`
+	}
+	return `{"model":"` + model + `",` + s + `"max_tokens":` + itoa(maxTokens) + `,"messages":[{"role":"user","content":"` + text + `"}]}`
+}
+
+func itoa(n int) string {
+	if n < 0 {
+		return "-" + itoa(-n)
+	}
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// TestLearnsAndSettles: each class spends its own buckets, whose limits
+// (less the 5% reserve) are learned from the anthropic-ratelimit-* headers
+// of its first answer (that request goes alone, and counts what the
+// headers announce); every later request is settled to what its answer's
+// usage tells, from the JSON body and from the stream (message_start for
+// the input, message_delta for the output).
+func TestLearnsAndSettles(t *testing.T) {
+	sim := anthsim.New(anthsim.Config{Classes: map[string]anthsim.Limits{
+		"claude-sonnet-4": {RPM: 100, ITPM: 40000, OTPM: 16000},
+		"claude-haiku-4":  {RPM: 200, ITPM: 50000, OTPM: 10000},
+	}})
+	h := newHarness(t, sim, nil, anthropic.Options{})
+	for _, c := range []struct {
+		model           string
+		rpm, itpm, otpm int64
+	}{
+		{"claude-sonnet-4-5", 95, 38000, 15200},
+		{"claude-haiku-4-5-20251001", 190, 47500, 9500},
+	} {
+		for i := range 4 {
+			resp, body, err := h.post(message(c.model, strings.Repeat("word ", 40+i), 500, i%2 == 1))
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%s: %v %v %s", c.model, resp, err, body)
+			}
+		}
+		scope := anthropic.Scope(key, c.model)
+		requests, rpm := h.used(scope, anthropic.Requests)
+		_, itpm := h.used(scope, anthropic.InputTokens)
+		_, otpm := h.used(scope, anthropic.OutputTokens)
+		if requests != 4 || rpm != c.rpm || itpm != c.itpm || otpm != c.otpm {
+			t.Errorf("%s: %d requests of %d, limits %d and %d; want 4 of %d, %d, %d", c.model, requests, rpm, itpm, otpm, c.rpm, c.itpm, c.otpm)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var arrivals []anthsim.Arrival
+	for i, a := range sim.Arrivals() {
+		if i%4 != 0 { // the first of each class went alone, unsettled
+			arrivals = append(arrivals, a)
+		}
+	}
+	if len(h.settled) != len(arrivals) {
+		t.Fatalf("%d requests settled, want %d", len(h.settled), len(arrivals))
+	}
+	for i, d := range h.settled {
+		a := arrivals[i]
+		want := map[string]int64{anthropic.Requests: 1, anthropic.InputTokens: a.Usage.InputTokens, anthropic.OutputTokens: a.Usage.OutputTokens}
+		for _, ch := range d.Charges {
+			if ch.Units != want[ch.Bucket] {
+				t.Errorf("request %d (stream %v): %s settled to %d, its answer told %d", i, a.Stream, ch.Bucket, ch.Units, want[ch.Bucket])
+			}
+		}
+		if len(d.Charges) != 3 || d.Err != nil {
+			t.Errorf("request %d: settled %+v", i, d)
+		}
+	}
+}
+
+// TestCachedKeepsTheInputEstimate: a request with cache_control keeps its
+// input estimate, which counts the cached tokens too; its output settles.
+func TestCachedKeepsTheInputEstimate(t *testing.T) {
+	sim := anthsim.New(anthsim.Config{})
+	h := newHarness(t, sim, nil, anthropic.Options{Limits: anthropic.Limits{RPM: 50, ITPM: 30000, OTPM: 8000}})
+	body := `{"model":"claude-sonnet-4-5","max_tokens":300,"system":[{"type":"text","text":"` + strings.Repeat("rule ", 400) +
+		`","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
+	for range 2 {
+		if resp, b, err := h.post(body); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v %v %s", resp, err, b)
+		}
+	}
+	scope := anthropic.Scope(key, "claude-sonnet-4-5")
+	input, _ := h.used(scope, anthropic.InputTokens)
+	output, _ := h.used(scope, anthropic.OutputTokens)
+	var out int64
+	as := sim.Arrivals()
+	for _, a := range as {
+		out += a.Output
+	}
+	// Anthropic rounds the tokens remaining to the nearest thousand: an
+	// announcement rounded down counts up to 500 more as spent, until the
+	// bucket's reset.
+	if input != 2*int64(len(body)) || output < out || output > out+500 {
+		t.Errorf("tollgate counts %d input and %d output tokens, want %d (the estimates) and %d (the usage; up to 500 more for a rounded announcement)", input, output, 2*len(body), out)
+	}
+	if as[1].Usage.CacheReadInputTokens == 0 || as[1].Input >= int64(len(body)) {
+		t.Errorf("the second request read nothing from the cache: %+v", as[1])
+	}
+}
+
+// stub is an upstream that answers every request alike, and counts them.
+type stub struct {
+	status int
+	header map[string]string
+	body   string
+
+	mu   sync.Mutex
+	hits int
+}
+
+func (s *stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.hits++
+	s.mu.Unlock()
+	io.Copy(io.Discard, r.Body)
+	for k, v := range s.header {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(s.status)
+	io.WriteString(w, s.body)
+}
+
+func (s *stub) count() int { s.mu.Lock(); defer s.mu.Unlock(); return s.hits }
+
+// stubHarness is a Transport in front of s, on rdb.
+func stubHarness(t *testing.T, s *stub, rdb redis.UniversalClient, opts anthropic.Options) *harness {
+	t.Helper()
+	api := httptest.NewServer(s)
+	t.Cleanup(api.Close)
+	tr, err := anthropic.NewTransport(rdb, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return &harness{t: t, url: api.URL, tr: tr}
+}
+
+// refuse is the policy of the tests that want tollgate's refusals as
+// errors.
+var refuse = tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)}
+
+// TestRateLimitPausesTheClass: a 429 rate_limit_error pauses the class's
+// spent bucket for every process sharing the Redis, for its retry-after;
+// the refusal matches tollgate.ErrQuotaExhausted; another class still
+// goes.
+func TestRateLimitPausesTheClass(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	s := &stub{status: 429, header: map[string]string{"Retry-After": "20",
+		"Anthropic-Ratelimit-Output-Tokens-Limit": "8000", "Anthropic-Ratelimit-Output-Tokens-Remaining": "0",
+		"Anthropic-Ratelimit-Output-Tokens-Reset": time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339)},
+		body: `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your organization's rate limit."}}`}
+	told := anthropic.Options{Limits: anthropic.Limits{RPM: 1000, ITPM: 100000, OTPM: 100000}, Tollgate: refuse}
+	a := stubHarness(t, s, rdb, told)
+	b := stubHarness(t, s, rdb, told)
+	// The upstream's 429 comes back as tollgate's error: the Transport
+	// read it and paused the bucket.
+	_, _, err := a.post(message("claude-sonnet-4-5", "hi", 400, false))
+	var qe *tollgate.QuotaError
+	if !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream || qe.Bucket != anthropic.OutputTokens {
+		t.Fatalf("%v, want the upstream's 429 read as a pause of the output tokens", err)
+	}
+	_, _, err = b.post(message("claude-sonnet-4-5", "hi", 10, true))
+	if !errors.Is(err, tollgate.ErrQuotaExhausted) || !errors.As(err, &qe) || qe.Cause != tollgate.PausedByUpstream ||
+		qe.Bucket != anthropic.OutputTokens || qe.RetryAfter < 15*time.Second || qe.RetryAfter > 20*time.Second {
+		t.Fatalf("another process: %v (%+v), want a refusal for the output tokens paused 20s", err, qe)
+	}
+	if s.count() != 1 {
+		t.Errorf("the paused request reached the upstream")
+	}
+	s.mu.Lock()
+	s.status, s.body = 200, `{"type":"message","usage":{"input_tokens":3,"output_tokens":2}}`
+	s.mu.Unlock()
+	if resp, _, err := b.post(message("claude-opus-4-1", "hi", 10, false)); err != nil || resp.StatusCode != 200 {
+		t.Errorf("another class: %v %v, want 200", resp, err)
+	}
+}
+
+// TestOverloadedAndTooLargePauseNothing: 529 overloaded_error and 413
+// request_too_large are returned as they are and pause nothing; their
+// output tokens are given back.
+func TestOverloadedAndTooLargePauseNothing(t *testing.T) {
+	sim := anthsim.New(anthsim.Config{OverloadEvery: 2, MaxBody: 2000})
+	h := newHarness(t, sim, nil, anthropic.Options{Limits: anthropic.Limits{RPM: 50, ITPM: 30000, OTPM: 8000},
+		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)}})
+	var codes []int
+	for _, body := range []string{
+		message("claude-sonnet-4-5", "hi", 1000, false),
+		message("claude-sonnet-4-5", "hi", 1000, false),                      // 529
+		message("claude-sonnet-4-5", strings.Repeat("x", 3000), 1000, false), // 413
+		message("claude-sonnet-4-5", "hi", 1000, true),                       // 529
+		message("claude-sonnet-4-5", "hi", 1000, true),
+	} {
+		resp, _, err := h.post(body)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		codes = append(codes, resp.StatusCode)
+	}
+	if got, want := itoaAll(codes), "200 529 413 529 200"; got != want {
+		t.Errorf("answers %s, want %s", got, want)
+	}
+	output, _ := h.used(anthropic.Scope(key, "claude-sonnet-4-5"), anthropic.OutputTokens)
+	var out int64
+	for _, a := range sim.Arrivals() {
+		out += a.Output
+	}
+	if output < out || output > out+500 { // up to 500 more for a rounded announcement
+		t.Errorf("tollgate counts %d output tokens, the upstream %d: refused answers must give max_tokens back", output, out)
+	}
+}
+
+func itoaAll(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = itoa(n)
+	}
+	return strings.Join(s, " ")
+}
+
+// TestTollgateRefuses: past a limit given, the Transport refuses with an
+// error matching tollgate.ErrQuotaExhausted before sending; max_tokens is
+// given back as the answer's usage tells.
+func TestTollgateRefuses(t *testing.T) {
+	s := &stub{status: 200, body: `{"type":"message","usage":{"input_tokens":3,"output_tokens":40}}`}
+	h := stubHarness(t, s, nil, anthropic.Options{Limits: anthropic.Limits{RPM: 50, ITPM: 30000, OTPM: 1000}, ReservePercent: -1, Tollgate: refuse})
+	scope := anthropic.Scope(key, "claude-sonnet-4-5")
+	for range 2 {
+		if resp, _, err := h.post(message("claude-sonnet-4-5", "hi", 900, false)); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v %v", resp, err)
+		}
+	}
+	if used, _ := h.used(scope, anthropic.OutputTokens); used != 80 {
+		t.Fatalf("two answers of 40 output tokens count %d", used)
+	}
+	if resp, _, err := h.post(message("claude-sonnet-4-5", "hi", 920, false)); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("what is left of the OTPM: %v %v", resp, err)
+	}
+	n := s.count()
+	_, _, err := h.post(message("claude-sonnet-4-5", "hi", 900, false))
+	var qe *tollgate.QuotaError
+	if !errors.Is(err, tollgate.ErrQuotaExhausted) || !errors.As(err, &qe) || qe.Cause != tollgate.NoRoom || qe.Bucket != anthropic.OutputTokens {
+		t.Errorf("over the OTPM: %v, want tollgate's refusal of output tokens", err)
+	}
+	if s.count() != n {
+		t.Errorf("a refused request reached the upstream")
+	}
+}
+
+// TestBadBodies: a body that cannot be counted fails before anything is
+// sent, its body closed.
+func TestBadBodies(t *testing.T) {
+	sim := anthsim.New(anthsim.Config{})
+	h := newHarness(t, sim, nil, anthropic.Options{MaxBody: 100})
+	for _, body := range []string{`not json`, `[]`, `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"` + strings.Repeat("x", 200) + `"}]}`} {
+		c := &closeCounter{Reader: strings.NewReader(body)}
+		req, _ := http.NewRequest("POST", h.url+"/v1/messages", c)
+		req.Header.Set("X-Api-Key", key)
+		_, err := h.tr.RoundTrip(req)
+		if !errors.Is(err, anthropic.ErrBody) || c.closed != 1 {
+			t.Errorf("%.20s: %v, body closed %d times; want ErrBody, closed once", body, err, c.closed)
+		}
+	}
+	if n := len(sim.Arrivals()); n != 0 {
+		t.Errorf("%d requests reached the upstream", n)
+	}
+}
+
+type closeCounter struct {
+	io.Reader
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }
+
+// TestStreamReachesTheCallerWhole: the caller reads the stream's events as
+// the upstream sent them.
+func TestStreamReachesTheCallerWhole(t *testing.T) {
+	sim := anthsim.New(anthsim.Config{})
+	h := newHarness(t, sim, nil, anthropic.Options{Limits: anthropic.Limits{RPM: 50, ITPM: 30000, OTPM: 8000}})
+	req, _ := http.NewRequest("POST", h.url+"/v1/messages", strings.NewReader(message("claude-sonnet-4-5", "hi", 100, true)))
+	req.Header.Set("X-Api-Key", key)
+	resp, err := h.tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var events []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			events = append(events, name)
+		}
+	}
+	if len(events) < 6 || events[0] != "message_start" || events[len(events)-1] != "message_stop" {
+		t.Errorf("events %v", events)
+	}
+}
+
+func TestNewTransportRefusesWhatCannotWork(t *testing.T) {
+	for _, o := range []anthropic.Options{
+		{Limits: anthropic.Limits{RPM: -1}},
+		{Classes: map[string]anthropic.Limits{"": {}}},
+		{Classes: map[string]anthropic.Limits{"claude-opus-4": {OTPM: -5}}},
+		{Counting: anthropic.Counting{BytesPerToken: -1}},
+		{Minute: -time.Second},
+		{MaxBody: -1},
+		{ReservePercent: 100},
+		{Tollgate: tollgate.Config{Base: http.DefaultTransport}},
+	} {
+		if tr, err := anthropic.NewTransport(nil, &o); err == nil || !strings.HasPrefix(err.Error(), "anthropic: ") {
+			if tr != nil {
+				tr.Close()
+			}
+			t.Errorf("NewTransport(%+v): %v, want an error", o, err)
+		}
+	}
+}
