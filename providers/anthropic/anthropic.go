@@ -16,9 +16,10 @@
 // gives a ready http.RoundTripper: every Messages request spends one
 // request, its estimated input tokens and its max_tokens from its model
 // class's buckets ([Requests], [InputTokens], [OutputTokens]) in the pool
-// of its API key; the output tokens (and, for requests that use no prompt
-// cache, the input tokens) are settled to the answer's usage, from the JSON
-// body or the stream; the limits are learned from the
+// of its API key; the output and input tokens are settled to the answer's
+// usage, from the JSON body or the stream (the input tokens as ITPM counts
+// them: input_tokens, cache_creation_input_tokens and, for the classes
+// [DefaultCacheReads] names, cache_read_input_tokens); the limits are learned from the
 // anthropic-ratelimit-* headers (or given in [Options]); a 429
 // rate_limit_error pauses the class's spent bucket for every worker for its
 // retry-after. How a request's tokens are counted is described on

@@ -59,9 +59,14 @@ const (
 // ends without one keeps max_tokens); to 0 for an answer refused before
 // any output (400, 401, 403, 404, 413, 429, 529). The input tokens are
 // settled to usage.input_tokens (of the JSON answer, or the stream's
-// message_start) only for requests without cache_control: for the others
-// input_tokens leaves out the cache's tokens, and ITPM counts the tokens
-// written to the cache, so the estimate, which counts them all, stays.
+// message_start); for a request with cache_control, whose input_tokens
+// leaves out the cache's tokens, NewTransport's Transport adds
+// usage.cache_creation_input_tokens, and usage.cache_read_input_tokens
+// when its class counts cache reads (Options.CacheReads; by default only
+// the classes the rate limits page marks: see DefaultCacheReads). Such a
+// request sent through Options.Tollgate.Routes, or with Table's rules in a
+// tollgate.Transport of your own, keeps its input estimate, which counts
+// the cached tokens too.
 //
 // Anthropic then reports what it counted in the anthropic-ratelimit-*
 // headers, and tollgate holds its count to them (Bucket.Follows): a count

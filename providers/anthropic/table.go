@@ -67,13 +67,16 @@ func charge(k kind, c Counting) func(*http.Request) (costs.Endpoint, error) {
 		if err != nil {
 			return costs.Endpoint{}, err
 		}
-		return endpoint(c, f), nil
+		r, _ := req.Context().Value(readKey{}).(*read)
+		return endpoint(c, f, r != nil && r.settleCache), nil
 	}
 }
 
 // endpoint is what a Messages request with these facts is charged, and
-// where its answer tells the truth of it.
-func endpoint(c Counting, f facts) costs.Endpoint {
+// where its answer tells the truth of it. A request that uses the prompt
+// cache settles its input only when cache says that its cache tokens are
+// counted besides (by NewTransport's Transport: see cacheCounter).
+func endpoint(c Counting, f facts, cache bool) costs.Endpoint {
 	e := costs.Endpoint{Name: endpointNames[messages], Charges: []costs.Charge{
 		{Bucket: Requests, Units: 1},
 		{Bucket: InputTokens, Units: c.input(f)},
@@ -88,7 +91,7 @@ func endpoint(c Counting, f facts) costs.Endpoint {
 			e.Settle = append(e.Settle, costs.Settle{Bucket: OutputTokens, Status: s})
 		}
 	}
-	if !f.cached {
+	if !f.cached || cache {
 		field := "usage.input_tokens"
 		if f.stream {
 			field = "message.usage.input_tokens" // message_start
@@ -106,6 +109,10 @@ type readKey struct{}
 type read struct {
 	facts facts
 	err   error
+	// settleCache reports a request that uses the prompt cache whose
+	// input is settled to input_tokens plus the cache tokens that count;
+	// cacheReads that its class counts cache reads.
+	settleCache, cacheReads bool
 }
 
 // withRead returns ctx carrying r.

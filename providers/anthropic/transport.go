@@ -38,6 +38,11 @@ type Options struct {
 	// Counting says how requests' tokens are counted; the zero value is
 	// Anthropic's rule (see Counting).
 	Counting Counting
+	// CacheReads reports whether the cache reads
+	// (usage.cache_read_input_tokens) of a class count toward its ITPM,
+	// when a request that uses the prompt cache is settled (see Counting);
+	// nil means DefaultCacheReads, the rate limits page's marks.
+	CacheReads func(class string) bool
 	// Table is the cost table; zero means Table(Counting).
 	Table costs.Spec
 
@@ -73,6 +78,8 @@ type Transport struct {
 	profiles map[string]*profile // by class; "" for the classes Options.Classes does not name
 	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
 	class    func(string) string
+	reads    func(string) bool // Options.CacheReads
+	routed   bool              // Options.Tollgate.Routes are set
 	maxBody  int64
 	owned    io.Closer // the in-process Redis, when NewTransport started one
 	states   announcing
@@ -101,14 +108,19 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody}
+	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody,
+		reads: opts.CacheReads, routed: len(opts.Tollgate.Routes) > 0}
 	if t.maxBody == 0 {
 		t.maxBody = DefaultMaxBody
 	}
 	if t.class == nil {
 		t.class = ModelClass
 	}
+	if t.reads == nil {
+		t.reads = DefaultCacheReads
+	}
 	cfg.Scope = t.scopeOf
+	cfg.Base = &cacheCounter{base: cfg.Base, t: t}
 	if rdb == nil {
 		local, err := embedded.New()
 		if err != nil {
@@ -258,6 +270,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req
 	ctx := req.Context()
 	var model string
+	var r *read
 	if k == messages || k == countTokens {
 		body, err := t.readBody(req)
 		if err != nil {
@@ -268,7 +281,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
 		}
 		model = f.model
-		ctx = withRead(ctx, &read{facts: f})
+		r = &read{facts: f}
+		ctx = withRead(ctx, r)
 		out = req.Clone(ctx)
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -285,6 +299,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	class := ""
 	if model != "" {
 		class = t.class(model)
+	}
+	if r != nil && r.facts.cached && !t.routed {
+		// Settled to input_tokens and the cache tokens that count (see
+		// cacheCounter); through Routes, charged to scopes of their own,
+		// the estimate stays.
+		r.settleCache, r.cacheReads = true, t.reads(class)
 	}
 	scope := scopeName(poolName, class)
 	ctx = context.WithValue(ctx, scopeKey{}, scope)
