@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/providers/anthropic"
 	"github.com/tollgate/tollgate/providers/gemini"
 	"github.com/tollgate/tollgate/providers/openai"
 	"github.com/tollgate/tollgate/quota"
@@ -117,7 +118,7 @@ func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
 	case r.Context().Err() != nil:
 		// The caller went away: no one reads the answer.
 		w.WriteHeader(http.StatusBadGateway)
-	case errors.Is(err, openai.ErrBody):
+	case errors.Is(err, openai.ErrBody), errors.Is(err, anthropic.ErrBody):
 		answer(w, http.StatusBadRequest, 0, body{Status: "bad_request", Upstream: up, Cause: "body",
 			Message: "tollgate: the request body cannot be counted: not a JSON object, or larger than the upstream's max_body"})
 	case errors.Is(err, costs.ErrUnknownEndpoint):

@@ -71,7 +71,7 @@ type Caller struct {
 type Upstream struct {
 	// Name names the upstream in answers and logs, e.g. "youtube".
 	Name string `json:"name"`
-	// Provider is youtube, openai, gemini, github, or custom.
+	// Provider is youtube, openai, gemini, github, anthropic, or custom.
 	Provider string `json:"provider"`
 	// Prefix is the URL path prefix the upstream is served under,
 	// starting and ending with "/", e.g. "/youtube/".

@@ -33,6 +33,11 @@ func TestLoadErrors(t *testing.T) {
 		{"negative quota", withUpstream(`"provider": "youtube", "options": {"quota": -1}`), "Quota"},
 		{"option of the wrong type", withUpstream(`"provider": "youtube", "options": {"quota": "600"}`), "options"},
 		{"bad minute", withUpstream(`"provider": "openai", "options": {"minute": "fast"}`), `minute "fast"`},
+		{"unknown anthropic option", withUpstream(`"provider": "anthropic", "options": {"itpm": 5, "tpm": 1}`), `unknown option "tpm"`},
+		{"unknown anthropic class option", withUpstream(`"provider": "anthropic", "options": {"classes": {"claude-haiku-4": {"rpd": 1}}}`), `unknown option "rpd"`},
+		{"bad anthropic minute", withUpstream(`"provider": "anthropic", "options": {"minute": "4"}`), `minute "4"`},
+		{"negative anthropic limit", withUpstream(`"provider": "anthropic", "options": {"classes": {"claude-haiku-4": {"otpm": -1}}}`), "must not be negative"},
+		{"anthropic cache_reads not a bool", withUpstream(`"provider": "anthropic", "options": {"cache_reads": {"claude-3-5-haiku": "yes"}}`), "options"},
 		{"unset token_env", `{"callers": [{"name": "php", "token_env": "UNSET"}], "upstreams": [` + upstreamJSON + `]}`, "UNSET (token_env) is not set"},
 		{"caller without token_env", `{"callers": [{"name": "php"}], "upstreams": [` + upstreamJSON + `]}`, "no token_env"},
 		{"caller without name", `{"callers": [{"token_env": "TOKEN_PHP"}], "upstreams": [` + upstreamJSON + `]}`, "no name"},
@@ -102,6 +107,10 @@ func TestLoadGood(t *testing.T) {
     {"name": "openai", "provider": "openai", "prefix": "/openai/", "target": "https://api.openai.com", "key_env": "OAI_KEY", "options": {"minute": "1s", "max_body": 1048576}},
     {"name": "gemini", "provider": "gemini", "prefix": "/gemini/", "target": "https://generativelanguage.googleapis.com", "key_env": "YT_KEY", "options": {"rpm": 10}},
     {"name": "github", "provider": "github", "prefix": "/github/", "target": "https://api.github.com", "key_env": "OAI_KEY"},
+    {"name": "anthropic", "provider": "anthropic", "prefix": "/anthropic/", "target": "https://api.anthropic.com", "key_env": "ANT_KEY",
+     "options": {"minute": "4s", "rpm": 50, "itpm": 30000, "otpm": 8000, "classes": {"claude-haiku-4": {"rpm": 50, "itpm": 50000, "otpm": 10000}},
+       "cache_reads": {"claude-3-5-haiku": false}, "reserve_percent": 5, "max_body": 1048576, "bytes_per_token": 1, "tool_tokens": 512,
+       "inline_tokens": 1600, "reference_tokens": 1600}},
     {"name": "shop", "provider": "custom", "prefix": "/shop/", "target": "https://shop.example", "key_env": "OAI_KEY", "costs": "costs.json",
      "options": {"key_header": "X-Shop-Key"},
      "buckets": {"pool": {"limits": [{"units": 10000, "window": "day", "zone": "America/New_York"}, {"units": 40, "window": "1s"}], "reserve_percent": 5}}}
@@ -109,8 +118,8 @@ func TestLoadGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != DefaultListen || cfg.Upstreams[4].Costs != filepath.Join(dir, "costs.json") {
-		t.Errorf("listen %q, costs %q: want the defaults filled in", cfg.Listen, cfg.Upstreams[4].Costs)
+	if cfg.Listen != DefaultListen || cfg.Upstreams[5].Costs != filepath.Join(dir, "costs.json") {
+		t.Errorf("listen %q, costs %q: want the defaults filled in", cfg.Listen, cfg.Upstreams[5].Costs)
 	}
 }
 

@@ -220,7 +220,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	caller, ok := g.caller(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
-		refuse(w, http.StatusUnauthorized, "unauthenticated", "tollgate: no valid caller token: send yours as Authorization: Bearer, X-Goog-Api-Key or key=")
+		refuse(w, http.StatusUnauthorized, "unauthenticated", "tollgate: no valid caller token: send yours as Authorization: Bearer, X-Goog-Api-Key, x-api-key or key=")
 		return
 	}
 	rt, raw, plain, err := g.router.match(r.URL.EscapedPath())
@@ -284,6 +284,7 @@ func (g *Gateway) caller(r *http.Request) (string, bool) {
 		}
 	}
 	presented = append(presented, r.Header.Values("X-Goog-Api-Key")...)
+	presented = append(presented, r.Header.Values("X-Api-Key")...) // Anthropic's SDKs
 	_, keys := withoutKey(r.URL.RawQuery)
 	presented = append(presented, keys...)
 	name := ""

@@ -23,6 +23,7 @@ const (
 	phpToken  = "tok-php-0123456789abcdef"
 	nodeToken = "tok-node-fedcba9876543210"
 	realKey   = "real-key-AIzaSyTEST000000"
+	antKey    = "sk-ant-real-key-000000000"
 )
 
 // env are the environment variables the tests' configurations name.
@@ -31,6 +32,7 @@ var env = map[string]string{
 	"TOKEN_NODE": nodeToken,
 	"YT_KEY":     realKey,
 	"OAI_KEY":    "sk-real-openai-key",
+	"ANT_KEY":    antKey,
 }
 
 func getenv(k string) string { return env[k] }
@@ -148,7 +150,7 @@ func errorBody(t *testing.T, s string) body {
 // noSecrets fails when s shows a token or a key.
 func noSecrets(t *testing.T, what, s string) {
 	t.Helper()
-	for _, secret := range []string{phpToken, nodeToken, realKey, "sk-real-openai-key"} {
+	for _, secret := range []string{phpToken, nodeToken, realKey, "sk-real-openai-key", antKey} {
 		if strings.Contains(s, secret) {
 			t.Errorf("%s shows a secret: %q", what, s)
 		}

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/providers/anthropic"
 	"github.com/tollgate/tollgate/providers/gemini"
 	"github.com/tollgate/tollgate/providers/github"
 	"github.com/tollgate/tollgate/providers/openai"
@@ -47,6 +49,9 @@ var providers = map[string]provider{
 	"gemini":  {check: checkGemini, build: buildGemini, keyHeader: "X-Goog-Api-Key", queryKey: true},
 	"github":  {check: checkGitHub, build: buildGitHub, keyHeader: "Authorization", bearer: true},
 	"custom":  {check: checkCustom, build: buildCustom, keyHeader: "Authorization", bearer: true},
+	// Anthropic's key goes in x-api-key; anthropic-version passes as the
+	// caller sent it.
+	"anthropic": {check: checkAnthropic, build: buildAnthropic, keyHeader: "X-Api-Key"},
 }
 
 // youtubeOptions are the youtube provider's options.
@@ -209,6 +214,84 @@ func checkGemini(u *Upstream) error {
 
 func buildGemini(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
 	return geminiBuild(u, rdb, base, cfg, false)
+}
+
+// anthropicLimits are one model class's limits per minute
+// (anthropic.Limits); absent: learned from the headers.
+type anthropicLimits struct {
+	RPM  int64 `json:"rpm"`
+	ITPM int64 `json:"itpm"`
+	OTPM int64 `json:"otpm"`
+}
+
+// anthropicOptions are the anthropic provider's options.
+type anthropicOptions struct {
+	Minute string `json:"minute"`
+	anthropicLimits
+	// Classes gives some model classes' limits (anthropic.Options.Classes),
+	// e.g. {"claude-haiku-4": {"rpm": 50, "itpm": 50000, "otpm": 10000}}.
+	Classes map[string]anthropicLimits `json:"classes"`
+	// CacheReads marks, by class, whether cache reads count toward ITPM,
+	// over anthropic.DefaultCacheReads, e.g. {"claude-3-5-haiku": false}.
+	CacheReads      map[string]bool `json:"cache_reads"`
+	ReservePercent  float64         `json:"reserve_percent"`
+	MaxBody         int64           `json:"max_body"`
+	BytesPerToken   int64           `json:"bytes_per_token"`
+	ToolTokens      int64           `json:"tool_tokens"`
+	InlineTokens    int64           `json:"inline_tokens"`
+	ReferenceTokens int64           `json:"reference_tokens"`
+}
+
+func (o *anthropicOptions) options() (*anthropic.Options, error) {
+	m, err := duration("minute", o.Minute)
+	if err != nil {
+		return nil, err
+	}
+	opts := &anthropic.Options{Minute: m, ReservePercent: o.ReservePercent, MaxBody: o.MaxBody,
+		Limits: anthropic.Limits(o.anthropicLimits),
+		Counting: anthropic.Counting{BytesPerToken: o.BytesPerToken, ToolTokens: o.ToolTokens,
+			InlineTokens: o.InlineTokens, ReferenceTokens: o.ReferenceTokens}}
+	for c, l := range o.Classes {
+		if opts.Classes == nil {
+			opts.Classes = map[string]anthropic.Limits{}
+		}
+		opts.Classes[c] = anthropic.Limits(l)
+	}
+	if len(o.CacheReads) > 0 {
+		marks := maps.Clone(o.CacheReads)
+		opts.CacheReads = func(class string) bool {
+			if counts, ok := marks[class]; ok {
+				return counts
+			}
+			return anthropic.DefaultCacheReads(class)
+		}
+	}
+	return opts, nil
+}
+
+func anthropicBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
+	var o anthropicOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return nil, err
+	}
+	opts, err := o.options()
+	if err != nil {
+		return nil, err
+	}
+	if check {
+		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) { return anthropic.NewTransport(rdb, opts) })
+	}
+	opts.Base, opts.Tollgate = base, cfg
+	return anthropic.NewTransport(rdb, opts)
+}
+
+func checkAnthropic(u *Upstream) error {
+	_, err := anthropicBuild(u, nil, nil, tollgate.Config{}, true)
+	return err
+}
+
+func buildAnthropic(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
+	return anthropicBuild(u, rdb, base, cfg, false)
 }
 
 // githubOptions are the github provider's options.
