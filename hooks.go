@@ -147,7 +147,7 @@ const (
 type detail struct {
 	err     error
 	at      time.Time      // waitStarts, waitEnds: when the hold is due
-	waited  time.Duration  // waitEnds: how long it waited
+	waited  time.Duration  // decidedNow, waitEnds: how long it took
 	charges []costs.Charge // settledNow: what the request now counts
 }
 
@@ -161,7 +161,7 @@ func decisionOf(r *request, m moment, x detail) Decision {
 	case settledNow:
 		d.Charges, d.Estimate, d.At, d.Settled, d.Admitted = x.charges, r.endpoint.Charges, r.res.Time(), true, true
 	default:
-		d.Waited = r.waited
+		d.Waited = x.waited
 		d.Local = r.local()
 		d.Unmetered = r.kind == unmetered
 		d.Free = r.endpoint.Free && (r.kind == admitFree || r.kind == decided || r.kind == remembered)
@@ -183,12 +183,13 @@ func decisionOf(r *request, m moment, x detail) Decision {
 	return d
 }
 
-// decided tells the decision hook and the log of the request's decision.
-func (h *hooks) decided(ctx context.Context, r *request, err error) {
+// decided tells the decision hook and the log of the request's decision,
+// which took waited.
+func (h *hooks) decided(ctx context.Context, r *request, waited time.Duration, err error) {
 	if h.onDecision == nil && h.logger == nil {
 		return
 	}
-	d := decisionOf(r, decidedNow, detail{err: err})
+	d := decisionOf(r, decidedNow, detail{err: err, waited: waited})
 	if h.onDecision != nil {
 		h.onDecision(ctx, d)
 	}

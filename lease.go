@@ -55,9 +55,9 @@ func (s *leasing) spend(_ context.Context, r *request) (bool, error) {
 		return false, nil
 	}
 	ch := r.endpoint.Charges[0]
-	ls, ok := s.leases.Spend(lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units)
+	_, ok := s.leases.Spend(lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units)
 	if ok {
-		s.admit(r, ls)
+		s.admit(r)
 	}
 	return ok, nil
 }
@@ -76,20 +76,20 @@ func (s *leasing) renew(ctx context.Context, r *request) (bool, error) {
 	defer s.listening.Unlisten()
 	ch := r.endpoint.Charges[0]
 	want := quota.Charge{Bucket: ch.Bucket, Units: max(units, ch.Units), Limits: s.redis.limits[ch.Bucket]}
-	ls, ok, err := s.leases.Renew(ctx, lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units, r.now, term,
+	_, ok, err := s.leases.Renew(ctx, lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units, r.now, term,
 		func(ctx context.Context) (*quota.Lease, error) { return s.redis.lim.Lease(ctx, r.scope, want, term) },
 		func(err error) {
 			s.hooks.log(ctx, slog.LevelWarn, "tollgate: could not end a lease; its units stay counted until it ends",
 				slog.String("scope", r.scope), slog.String("bucket", ch.Bucket), slog.Any("err", err))
 		})
 	if ok {
-		s.admit(r, ls)
+		s.admit(r)
 	}
 	return ok, err
 }
 
-// admit marks the request spent from ls, at its instant.
-func (s *leasing) admit(r *request, ls *quota.Lease) {
+// admit marks the request spent from a lease, at its instant.
+func (s *leasing) admit(r *request) {
 	r.decide(fromLease, s.redis)
-	r.lease, r.at = ls, r.now
+	r.at = r.now
 }

@@ -26,9 +26,7 @@ type request struct {
 	by     *decider // the limiter that decided; nil when none did
 	route  *Route   // the failover route admitted, if any
 	res    *quota.Reservation
-	at     time.Time // with res: the local instant its units count from
-	lease  *quota.Lease
-	waited time.Duration
+	at     time.Time // the local instant its units count from: with res, on the wall clock (Transit's); from a lease, its instant
 
 	// What it holds, in the order taken: gates, then slots, then units
 	// (res). release gives them back, in reverse order.
@@ -56,7 +54,7 @@ func (r *request) decide(kind admission, d *decider) { r.kind, r.by = kind, d }
 // forget clears what a decision admitted, before the request is decided
 // again; what it held was given back.
 func (r *request) forget() {
-	r.kind, r.by, r.route, r.res, r.at, r.lease, r.waited, r.gates, r.slots = undecided, nil, nil, nil, time.Time{}, nil, 0, nil, nil
+	r.kind, r.by, r.route, r.res, r.at, r.gates, r.slots = undecided, nil, nil, nil, time.Time{}, nil, nil
 }
 
 // spending returns the pool the request spends from: its route's, or its

@@ -44,7 +44,7 @@ func (t *Transport) handoff(ctx context.Context, r *request) error {
 		if late == maxLateHandoffs {
 			err := fmt.Errorf("tollgate: endpoint %q: reached the base transport %v after its admission, later than Transit (%v), %d times",
 				r.endpoint.Name, after.Round(time.Millisecond), t.limits.transit, late+1)
-			t.hooks.decided(ctx, r, err)
+			t.hooks.decided(ctx, r, 0, err)
 			return err
 		}
 		t.hooks.log(ctx, slog.LevelWarn, "tollgate: a request reached the base transport later than Transit after its admission; deciding it again",

@@ -237,7 +237,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) decide(ctx context.Context, r *request) error {
 	r.now = t.clock.now()
 	err := t.path.admit(ctx, r)
-	r.waited = t.clock.now().Sub(r.now)
-	t.hooks.decided(ctx, r, err)
+	t.hooks.decided(ctx, r, t.clock.now().Sub(r.now), err)
 	return err
 }
