@@ -38,6 +38,7 @@ type decision struct {
 	waiters   *notices.Waiters
 	holds     *learn.Holds
 	limiter   *quota.Limiter // Config.Limiter: where pauses are read
+	clock     *clock         // for how long a wait took
 }
 
 // apply runs the request's policy on d.
@@ -107,7 +108,7 @@ func (p *decision) admitNow(ctx context.Context, d *decider, r *request, scope s
 		return qe
 	}
 	// The wall clock: Transit is a deadline in real time, whatever the
-	// Transport's clock says (send.go).
+	// Transport's clock says (send.go: handoff).
 	r.res, r.at = res, time.Now()
 	return nil
 }

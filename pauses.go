@@ -42,7 +42,8 @@ func pausedBy(err error) *pausedWait {
 
 // refusal is the *QuotaError of a request the pause stops.
 func (p *pausedWait) refusal(r *request) *QuotaError {
-	// The wall clock: the pause's end is an instant Redis told.
+	// The wall clock: the wait the pause ends is bounded by a context's
+	// deadline, and the pause's end is an instant Redis told.
 	return r.refused(r.scope, p.bucket, p.cause, max(time.Until(p.until), 0), p.reason)
 }
 

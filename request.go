@@ -22,11 +22,11 @@ type request struct {
 	now        time.Time // the instant of its entry (or of its new decision), on the Transport's clock
 
 	// How it was admitted (or refused), and by whom.
-	kind   admission
-	by     *decider // the limiter that decided; nil when none did
-	route  *Route   // the failover route admitted, if any
-	res    *quota.Reservation
-	at     time.Time // the local instant its units count from: with res, on the wall clock (Transit's); from a lease, its instant
+	kind  admission
+	by    *decider // the limiter that decided; nil when none did
+	route *Route   // the failover route admitted, if any
+	res   *quota.Reservation
+	at    time.Time // the local instant its units count from: with res, on the wall clock (Transit's); from a lease, its instant
 
 	// What it holds, in the order taken: gates, then slots, then units
 	// (res). release gives them back, in reverse order.

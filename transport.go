@@ -120,7 +120,7 @@ func New(cfg Config) (*Transport, error) {
 	memory := &memory{refusals: &t.refusals, redis: t.redis}
 	leasing := &leasing{choose: cfg.Lease, leases: &t.leases, limits: a, redis: t.redis, listening: l, hooks: t.hooks}
 	decision := &decision{redis: t.redis, limits: a, gates: &t.gates, refusals: &t.refusals, hooks: t.hooks, routes: cfg.Routes,
-		listening: l, waiters: &t.waiters, holds: &t.holds, limiter: cfg.Limiter}
+		listening: l, waiters: &t.waiters, holds: &t.holds, limiter: cfg.Limiter, clock: t.clock}
 	outages.decision = decision
 	t.path = path{
 		before:    []stage{memory.free, leasing.spend},

@@ -177,7 +177,7 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 		return r.refused(r.scope, "", noRoom(d), res.Delay(), "")
 	}
 	waits := res.Delay() > 0
-	start := time.Now()
+	start := p.clock.now()
 	if waits {
 		p.hooks.waits(ctx, r, waitStarts, detail{at: res.Time()})
 	}
@@ -224,7 +224,7 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 		}
 	}
 	if waits {
-		p.hooks.waits(ctx, r, waitEnds, detail{at: res.Time(), waited: time.Since(start), err: err})
+		p.hooks.waits(ctx, r, waitEnds, detail{at: res.Time(), waited: p.clock.now().Sub(start), err: err})
 	}
 	return err
 }
