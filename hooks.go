@@ -82,28 +82,6 @@ type DecisionHook func(ctx context.Context, d Decision)
 // it quick, and safe for concurrent use.
 type SlotHook func(scope, bucket string, held bool)
 
-// An UpstreamPause reports that the upstream answered a request that its
-// quota is spent, so that every worker holds off: never a credential;
-// Scope is a pool's name or a hash.
-type UpstreamPause struct {
-	// Endpoint is the request's endpoint, e.g. "search.list".
-	Endpoint string
-	// Scope is the pool paused, e.g. "project-a".
-	Scope string
-	// Buckets are the buckets paused; none means the whole scope.
-	Buckets []string
-	// For is how long every worker holds off, e.g. 10s.
-	For time.Duration
-	// Reason is the upstream's reason (Verdict.Reason), e.g.
-	// "quotaExceeded", or else the response's status code, e.g. "429".
-	Reason string
-}
-
-// A PauseHook is called when the upstream's answer to a request paused
-// its scope or buckets, on the request's goroutine. Keep it quick, and
-// safe for concurrent use.
-type PauseHook func(ctx context.Context, p UpstreamPause)
-
 // A Switch reports that the Transport's view of Redis changed.
 type Switch struct {
 	// Up is true when Redis answers again and decisions return to it,

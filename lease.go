@@ -28,6 +28,7 @@ type leasing struct {
 	redis     *decider
 	listening *notices.Listening
 	hooks     *hooks
+	clock     *clock
 }
 
 // leasable returns the lease terms of a request that spends from leases,
@@ -55,11 +56,14 @@ func (s *leasing) spend(_ context.Context, r *request) (bool, error) {
 		return false, nil
 	}
 	ch := r.endpoint.Charges[0]
-	_, ok := s.leases.Spend(lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units)
-	if ok {
-		s.admit(r)
+	if !s.leases.Spend(lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units) {
+		return false, nil
 	}
-	return ok, nil
+	// The instant it was spent, read now that its units are taken: it may
+	// have waited for another request's renewal, and spent from a lease
+	// granted after it came.
+	s.admit(r, s.clock.now())
+	return true, nil
 }
 
 // renew ends the scope bucket's lease and takes a new one, then spends
@@ -76,20 +80,20 @@ func (s *leasing) renew(ctx context.Context, r *request) (bool, error) {
 	defer s.listening.Unlisten()
 	ch := r.endpoint.Charges[0]
 	want := quota.Charge{Bucket: ch.Bucket, Units: max(units, ch.Units), Limits: s.redis.limits[ch.Bucket]}
-	_, ok, err := s.leases.Renew(ctx, lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units, r.now, term,
+	at, ok, err := s.leases.Renew(ctx, lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units, s.clock.now, term,
 		func(ctx context.Context) (*quota.Lease, error) { return s.redis.lim.Lease(ctx, r.scope, want, term) },
 		func(err error) {
 			s.hooks.log(ctx, slog.LevelWarn, "tollgate: could not end a lease; its units stay counted until it ends",
 				slog.String("scope", r.scope), slog.String("bucket", ch.Bucket), slog.Any("err", err))
 		})
 	if ok {
-		s.admit(r)
+		s.admit(r, at)
 	}
 	return ok, err
 }
 
-// admit marks the request spent from a lease, at its instant.
-func (s *leasing) admit(r *request) {
+// admit marks the request spent from a lease at the instant at.
+func (s *leasing) admit(r *request, at time.Time) {
 	r.decide(fromLease, s.redis)
-	r.at = r.now
+	r.at = at
 }

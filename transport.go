@@ -118,7 +118,7 @@ func New(cfg Config) (*Transport, error) {
 
 	// The path of a request, in order.
 	memory := &memory{refusals: &t.refusals, redis: t.redis}
-	leasing := &leasing{choose: cfg.Lease, leases: &t.leases, limits: a, redis: t.redis, listening: l, hooks: t.hooks}
+	leasing := &leasing{choose: cfg.Lease, leases: &t.leases, limits: a, redis: t.redis, listening: l, hooks: t.hooks, clock: t.clock}
 	decision := &decision{redis: t.redis, limits: a, gates: &t.gates, refusals: &t.refusals, hooks: t.hooks, routes: cfg.Routes,
 		listening: l, waiters: &t.waiters, holds: &t.holds, limiter: cfg.Limiter, clock: t.clock}
 	outages.decision = decision

@@ -49,34 +49,33 @@ func (l *Leases) slot(k Key) *slot {
 	return s
 }
 
-// Spend takes units from k's lease, with no round trip, and returns the
-// lease, or false when it does not hold them.
-func (l *Leases) Spend(k Key, units int64) (*quota.Lease, bool) {
+// Spend takes units from k's lease, with no round trip, and reports
+// false when it does not hold them.
+func (l *Leases) Spend(k Key, units int64) bool {
 	s := l.slot(k)
 	s.mu.Lock()
 	ls := s.ls
 	s.mu.Unlock()
-	if ls != nil && ls.Take(units) {
-		return ls, true
-	}
-	return nil, false
+	return ls != nil && ls.Take(units)
 }
 
 // A Grant takes a new lease in Redis.
 type Grant func(ctx context.Context) (*quota.Lease, error)
 
-// Renew ends k's lease and takes a new one with grant, at now, for term,
-// then spends units from it. It reports false, with no error, when no lease
-// could be had (grant was refused) or the new one holds fewer than units.
-// When another request renewed the lease meanwhile, it spends from that
-// one. A lease that could not be ended is told to ended.
-func (l *Leases) Renew(ctx context.Context, k Key, units int64, now time.Time, term time.Duration, grant Grant, ended func(error)) (*quota.Lease, bool, error) {
+// Renew ends k's lease and takes a new one with grant, for term (counted
+// from the instant now reads once it is granted), then spends units from
+// it, and returns the instant now read as it did. It reports false, with
+// no error, when no lease could be had (grant was refused) or the new one
+// holds fewer than units. When another request renewed the lease
+// meanwhile, it spends from that one. A lease that could not be ended is
+// told to ended.
+func (l *Leases) Renew(ctx context.Context, k Key, units int64, now func() time.Time, term time.Duration, grant Grant, ended func(error)) (time.Time, bool, error) {
 	s := l.slot(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ls != nil {
 		if s.ls.Take(units) { // another request renewed it meanwhile
-			return s.ls, true, nil
+			return now(), true, nil
 		}
 		if err := s.ls.End(ctx); err != nil {
 			ended(err)
@@ -85,16 +84,17 @@ func (l *Leases) Renew(ctx context.Context, k Key, units int64, now time.Time, t
 	}
 	ls, err := grant(ctx)
 	if errors.Is(err, quota.ErrRefused) {
-		return nil, false, nil
+		return time.Time{}, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return time.Time{}, false, err
 	}
-	s.ls, s.until = ls, now.Add(term)
+	granted := now()
+	s.ls, s.until = ls, granted.Add(term)
 	if !ls.Take(units) {
-		return nil, false, nil // granted less than this request costs
+		return time.Time{}, false, nil // granted less than this request costs
 	}
-	return ls, true, nil
+	return now(), true, nil
 }
 
 // EndAll ends every lease, giving back what was not spent.
@@ -141,7 +141,7 @@ func (l *Leases) End(ctx context.Context, match func(Key) bool) {
 }
 
 // Live reports whether, at now, a lease may still be spent from (its term,
-// counted from the instant it was renewed at, has not ended), or is being
+// counted from the instant it was granted, has not ended), or is being
 // taken.
 func (l *Leases) Live(now time.Time) bool {
 	l.mu.Lock()
