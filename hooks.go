@@ -153,9 +153,11 @@ func decisionOf(r *request, m moment, x detail) Decision {
 		if r.kind == fromLease && x.err == nil {
 			d.Leased, d.At = true, r.at // the local instant it was spent
 		}
-		var qe *QuotaError
-		if errors.As(x.err, &qe) {
-			d.RetryAfter = qe.RetryAfter
+		if x.err != nil { // only then: the error's target escapes
+			var qe *QuotaError
+			if errors.As(x.err, &qe) {
+				d.RetryAfter = qe.RetryAfter
+			}
 		}
 	}
 	return d
