@@ -31,8 +31,8 @@
 //
 //  1. Entry (transport.go): the endpoint and its charges from the cost
 //     table (package costs), the scope (scope.go), the policy and priority
-//     (policy.go); the request's instant is read once, here, and passed
-//     down.
+//     (policy.go, checked as New checks them, config.go); the request's
+//     instant is read once, here, and passed down.
 //  2. Before Redis (path.go): a free request during a pause this process
 //     knows of is refused, and one that charges no capped bucket is let
 //     through (remembered.go, internal/remember); a request whose lease is
@@ -45,8 +45,9 @@
 //     (Failover, route.go), or after a hold (WaitTurn, wait.go). In each
 //     scope it asks, the request takes its gates (gates.go): the gate of a
 //     bucket still learning its limit (internal/learn), a slot of each
-//     capped bucket (internal/caps), then its units; a refusal becomes a
-//     *QuotaError in one place (request.go) and is remembered
+//     capped bucket (internal/caps), then its units, under the limits
+//     limits.go computes (bucket.go's reserve); a refusal becomes a
+//     *QuotaError (errors.go) in one place (request.go) and is remembered
 //     (internal/remember). A pause or a changed limit that reaches a
 //     waiting request gives back what it holds and decides it again
 //     (pauses.go, internal/notices). The buckets decided on are described
