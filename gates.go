@@ -52,7 +52,7 @@ func (g *gates) learning(ctx context.Context, d *decider, r *request, scope stri
 		}
 	}
 	g.held.Add(gates, scope, buckets, true)
-	r.gates = gates
+	r.held, r.gates = gates, uint16(len(gates)) // it held nothing before
 	return nil
 }
 
@@ -94,16 +94,17 @@ func (g *gates) slots(ctx context.Context, d *decider, r *request, scope string,
 	if len(buckets) == 0 {
 		return nil
 	}
-	slots, failed, err := caps.Take(ctx, d.lim, scope, buckets, d.caps, maxWait)
+	held := len(r.held)
+	all, failed, err := caps.Take(ctx, d.lim, scope, buckets, d.caps, maxWait, r.held)
 	if err != nil {
 		if caps.Refused(err) {
 			return r.refused(scope, failed, CapFull, 0, "")
 		}
 		return limiterError(d, r, scope, err)
 	}
-	g.held.Add(slots, scope, buckets, false)
+	g.held.Add(all[held:], scope, buckets, false)
 	g.hooks.took(scope, buckets)
-	r.slots = slots
+	r.held = all
 	return nil
 }
 
@@ -121,15 +122,18 @@ func (g *gates) release(ctx context.Context, r *request, what holding) error {
 		cancel()
 		r.res = nil
 	}
-	if what&heldSlots != 0 && len(r.slots) > 0 {
-		g.hooks.slots(g.held.Remove(r.slots), false)
-		caps.Release(ctx, r.slots)
-		r.slots = nil
+	if slots := r.slots(); what&heldSlots != 0 && len(slots) > 0 {
+		g.hooks.slots(g.held.Remove(slots), false)
+		caps.Release(ctx, slots)
+		r.held = r.held[:r.gates]
 	}
-	if what&heldGates != 0 && len(r.gates) > 0 {
-		g.held.Remove(r.gates)
-		caps.Release(ctx, r.gates)
-		r.gates = nil
+	if gates := r.held[:r.gates]; what&heldGates != 0 && len(gates) > 0 {
+		g.held.Remove(gates)
+		caps.Release(ctx, gates)
+		r.held, r.gates = r.held[r.gates:], 0
+	}
+	if len(r.held) == 0 {
+		r.held = nil
 	}
 	return err
 }

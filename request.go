@@ -18,8 +18,8 @@ type request struct {
 	endpoint   costs.Endpoint
 	scope      string
 	policy     Policy
-	background bool      // its policy or its context says Background
 	now        time.Time // the instant of its entry (or of its new decision), on the Transport's clock
+	background bool      // its policy or its context says Background
 
 	// How it was admitted (or refused), and by whom.
 	kind  admission
@@ -29,12 +29,19 @@ type request struct {
 	at    time.Time // the local instant its units count from: with res, on the wall clock (Transit's); from a lease, its instant
 
 	// What it holds, in the order taken: gates, then slots, then units
-	// (res). release gives them back, in reverse order.
-	gates []*quota.Slot // of buckets still learning their limit, held until the response's headers are read
-	slots []*quota.Slot // of capped buckets, held until the response ends
+	// (res); release gives them back in reverse order. The gates (of
+	// buckets still learning their limit, held until the response's
+	// headers are read) are the first gates of held; the slots (of capped
+	// buckets, held until the response ends) the rest. One slice, so that
+	// the request fits a smaller allocation.
+	held  []*quota.Slot
+	gates uint16
 
 	t *Transport // for the readers of its response's body
 }
+
+// slots returns the slots of capped buckets the request holds.
+func (r *request) slots() []*quota.Slot { return r.held[r.gates:] }
 
 // An admission is how a request was admitted, or refused.
 type admission uint8
@@ -54,7 +61,7 @@ func (r *request) decide(kind admission, d *decider) { r.kind, r.by = kind, d }
 // forget clears what a decision admitted, before the request is decided
 // again; what it held was given back.
 func (r *request) forget() {
-	r.kind, r.by, r.route, r.res, r.at, r.gates, r.slots = undecided, nil, nil, nil, time.Time{}, nil, nil
+	r.kind, r.by, r.route, r.res, r.at, r.held, r.gates = undecided, nil, nil, nil, time.Time{}, nil, 0
 }
 
 // spending returns the pool the request spends from: its route's, or its

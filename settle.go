@@ -27,7 +27,7 @@ type settling struct {
 // meter settles what the status and headers tell now, and wraps resp's
 // body when something waits for its end.
 func (s *settling) meter(ctx context.Context, r *request, resp *http.Response) (*http.Response, error) {
-	if r.res == nil && len(r.slots) == 0 {
+	if r.res == nil && len(r.slots()) == 0 {
 		return resp, nil
 	}
 	var fields []costs.Settle
@@ -36,7 +36,7 @@ func (s *settling) meter(ctx context.Context, r *request, resp *http.Response) (
 		told, fields = meter.Told(r.endpoint.Settle, resp)
 		s.settle(ctx, r, told)
 	}
-	if len(fields) == 0 && len(r.slots) == 0 {
+	if len(fields) == 0 && len(r.slots()) == 0 {
 		return resp, nil
 	}
 	meter.Wrap(resp, fields, r)

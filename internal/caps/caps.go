@@ -20,14 +20,18 @@ import (
 // Take takes a slot of each of buckets in scope, under its cap in caps,
 // waiting up to maxWait for them (0: only if free now; negative: no bound
 // but ctx's), in the order of the buckets' names, so that two requests
-// never wait for each other's slots. It sorts buckets. When a slot is not
-// had it gives back those it took, and returns the bucket that failed and
-// the limiter's error (quota.ErrRefused when no slot was free in time).
-// The wait is bounded by the wall clock: it is a context's deadline.
-func Take(ctx context.Context, lim *quota.Limiter, scope string, buckets []string, caps map[string]int, maxWait time.Duration) ([]*quota.Slot, string, error) {
+// never wait for each other's slots, and returns them appended to dst. It
+// sorts buckets. When a slot is not had it gives back those it took, and
+// returns the bucket that failed and the limiter's error (quota.ErrRefused
+// when no slot was free in time). The wait is bounded by the wall clock:
+// it is a context's deadline.
+func Take(ctx context.Context, lim *quota.Limiter, scope string, buckets []string, caps map[string]int, maxWait time.Duration, dst []*quota.Slot) ([]*quota.Slot, string, error) {
 	slices.Sort(buckets)
 	start := time.Now()
-	slots := make([]*quota.Slot, 0, len(buckets))
+	if dst == nil {
+		dst = make([]*quota.Slot, 0, len(buckets))
+	}
+	slots := dst
 	for _, b := range buckets {
 		left := maxWait
 		if maxWait > 0 {
@@ -35,8 +39,8 @@ func Take(ctx context.Context, lim *quota.Limiter, scope string, buckets []strin
 		}
 		s, err := lim.TakeSlot(ctx, scope, b, caps[b], left)
 		if err != nil {
-			Release(ctx, slots)
-			return nil, b, err
+			Release(ctx, slots[len(dst):])
+			return dst, b, err
 		}
 		slots = append(slots, s)
 	}
