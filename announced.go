@@ -2,15 +2,14 @@ package tollgate
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tollgate/tollgate/announce"
-	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/learn"
+	"github.com/tollgate/tollgate/internal/remember"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -56,105 +55,49 @@ type Reconciliation struct {
 // whose response announced it. Keep it quick, and safe for concurrent use.
 type ReconcileHook func(ctx context.Context, r Reconciliation)
 
-// learned is what this process knows of one announced bucket of a scope.
-type learned struct {
-	limit  int64         // the announced limit; 0: not known
-	window time.Duration // the announced window; 0: not stated
-	reset  time.Time     // the newest reset announced, as Redis holds it when it was told
-	// gen counts the changes of limit and window: a request that waited
-	// while one changed is decided again.
-	gen uint64
+// announcements is the first reader of a response: it reads what the
+// response announces of the Transport's announced buckets, in the scope
+// the request spent, and holds the shared count to it; then the gates of
+// the buckets still learning their limit are given back: what they waited
+// to learn is known.
+type announcements struct {
+	limits   *limits
+	redis    *decider
+	refusals *remember.Refusals
+	holds    *learn.Holds
+	gates    *gates
+	hooks    *hooks
 }
 
-// read takes in a reset this process read: a later one (by tol or more)
-// starts a new window, until Redis tells the reading every process keeps
-// (adopt); another reading of the same reset, or an older one, changes
-// nothing.
-func (l *learned) read(reset time.Time, tol time.Duration) {
-	if !reset.IsZero() && (l.reset.IsZero() || reset.Sub(l.reset) >= tol) {
-		l.reset = reset
-	}
+// read reconciles, at the response's instant, and passes the response on.
+func (a *announcements) read(ctx context.Context, r *request, resp *http.Response) (*http.Response, error) {
+	a.reconcile(ctx, r, resp.Header)
+	a.gates.release(ctx, r, heldGates)
+	return resp, nil
 }
 
-// adopt takes in what Redis holds of the bucket's newest announcement,
-// which every process reads alike.
-func (l *learned) adopt(a quota.Announced, tol time.Duration) {
-	if l.reset.Sub(a.Reset) >= tol {
-		return // this process read a newer one
+// reconcile holds the announced buckets to what header announces.
+func (a *announcements) reconcile(ctx context.Context, r *request, header http.Header) {
+	if len(a.limits.announced) == 0 || r.kind == unmetered {
+		return
 	}
-	if a.Limit > 0 {
-		l.limit = a.Limit
+	qs := announce.Read(header, r.now)
+	if len(qs) == 0 {
+		return
 	}
-	if a.Window > 0 {
-		l.window = a.Window
+	d := r.by
+	if d == nil {
+		d = a.redis
 	}
-	l.reset = a.Reset
-}
-
-type scopeBucket struct{ scope, bucket string }
-
-// learnedState holds what the Transport learned, per scope and bucket.
-type learnedState struct {
-	mu sync.RWMutex
-	m  map[scopeBucket]learned
-}
-
-// maxLearned bounds the state; past it, it starts afresh, which costs a
-// round trip per scope to learn again.
-const maxLearned = 1 << 14
-
-func (s *learnedState) get(k scopeBucket) (learned, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	l, ok := s.m[k]
-	return l, ok
-}
-
-func (s *learnedState) update(k scopeBucket, f func(*learned)) learned {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil || len(s.m) >= maxLearned {
-		s.m = make(map[scopeBucket]learned)
-	}
-	l := s.m[k]
-	was := l
-	f(&l)
-	if l.limit != was.limit || l.window != was.window {
-		l.gen++
-	}
-	s.m[k] = l
-	return l
-}
-
-// learnedGen returns the generation of what is learned of each announced
-// bucket the call charges, in its scope.
-func (t *Transport) learnedGen(c *call) []uint64 {
-	if len(t.announced) == 0 {
-		return nil
-	}
-	gens := make([]uint64, len(c.endpoint.Charges))
-	for i, ch := range c.endpoint.Charges {
-		if _, ok := t.announced[ch.Bucket]; ok {
-			ln, _ := t.learn.get(scopeBucket{c.scope, ch.Bucket})
-			gens[i] = ln.gen
+	scope := r.spending()
+	for bucket, name := range a.limits.announced {
+		for _, q := range qs {
+			if matches(name, q) {
+				a.reconcileOne(ctx, d, r.res, scope, bucket, q, r.now)
+				break
+			}
 		}
 	}
-	return gens
-}
-
-// outdated reports whether a request decided when its buckets were at
-// generations gens must be decided again: an announcement changed a
-// bucket's limit or window since.
-func (t *Transport) outdated(c *call, gens []uint64) bool {
-	for i, ch := range c.endpoint.Charges {
-		if _, ok := t.announced[ch.Bucket]; !ok {
-			continue
-		}
-		if ln, _ := t.learn.get(scopeBucket{c.scope, ch.Bucket}); ln.gen != gens[i] {
-			return true
-		}
-	}
-	return false
 }
 
 // matches reports whether an announced quota is the one a bucket names:
@@ -166,122 +109,32 @@ func matches(name string, q announce.Quota) bool {
 	return q.Name == name
 }
 
-// announcedLimits returns the limits a bucket has for scope on d, with
-// what was learned of its first one, and whether the bucket is gated: its
-// limit is not known yet (0 units), so that one request at a time goes,
-// its first limit left out, until an announcement tells it.
-func (t *Transport) announcedLimits(d *decider, c *call, scope, bucket string) ([]quota.Limit, bool) {
-	limits := d.limitsFor(c)[bucket]
-	if _, ok := t.announced[bucket]; !ok || len(limits) == 0 {
-		return limits, false
-	}
-	ln, _ := t.learn.get(scopeBucket{scope, bucket})
-	first := limits[0]
-	if ln.limit > 0 {
-		b := t.cfg.Buckets[bucket]
-		units := ln.limit - b.keep(ln.limit)
-		if c != nil && c.background {
-			units = int64(float64(units) * t.bgShare)
-		}
-		if d.local {
-			units = int64(float64(units) * t.cfg.LocalShare)
-		}
-		first.Units = max(units, 1)
-	}
-	if ln.window > 0 && !first.Calendar {
-		first.Window = ln.window + transit(t.cfg.Transit)
-	}
-	if first.Fixed {
-		first.Ends = ln.reset
-	}
-	switch {
-	case first.Units == 0:
-		return limits[1:], true
-	case first == limits[0]:
-		return limits, false
-	}
-	return append([]quota.Limit{first}, limits[1:]...), false
-}
-
-// learning takes the gate of a bucket whose limit is not known yet in
-// scope: one request at a time until an announcement tells it. It first
-// reads what Redis holds of the newest announcement, which another process
-// may have recorded; when that tells the limit, no gate is taken.
-func (t *Transport) learning(ctx context.Context, d *decider, c *call, scope, bucket string, maxWait time.Duration) (*quota.Slot, error) {
-	k := scopeBucket{scope, bucket}
-	learned := func() bool {
-		if a, ok, err := d.lim.LastAnnouncement(ctx, scope, bucket); err == nil && ok {
-			t.learn.update(k, func(l *learned) { l.adopt(a, quota.ResetTolerance(t.windowOf(bucket, *l, a.Window))) })
-		}
-		_, gated := t.announcedLimits(d, c, scope, bucket)
-		return !gated
-	}
-	if learned() {
-		return nil, nil
-	}
-	slot, err := d.lim.TakeSlot(ctx, scope, "learn."+bucket, 1, maxWait)
-	if err != nil {
-		return nil, err
-	}
-	if _, gated := t.announcedLimits(d, c, scope, bucket); !gated || learned() {
-		t.releaseSlots(ctx, []*quota.Slot{slot}) // learned while it waited
-		return nil, nil
-	}
-	return slot, nil
-}
-
-// reconcile reads what the response announces of the Transport's
-// announced buckets, in the scope the request spent, and holds the shared
-// count to it.
-func (t *Transport) reconcile(ctx context.Context, c *call, o outcome, header http.Header) {
-	if len(t.announced) == 0 || o.open {
-		return
-	}
-	now := t.now()
-	qs := announce.Read(header, now)
-	if len(qs) == 0 {
-		return
-	}
-	scope := o.scope(c)
-	for bucket, name := range t.announced {
-		for _, q := range qs {
-			if matches(name, q) {
-				t.reconcileOne(ctx, o.by, o.res, scope, bucket, q, now)
-				break
-			}
-		}
-	}
-}
-
 // reconcileOne holds one bucket to one announcement, read in the response
 // to the call r admitted (nil: one that charged the bucket nothing, such
 // as the first while its limit is learned).
-func (t *Transport) reconcileOne(ctx context.Context, d *decider, r *quota.Reservation, scope, bucket string, q announce.Quota, now time.Time) {
-	if d == nil {
-		d = &t.redis
-	}
-	k := scopeBucket{scope, bucket}
-	prev, _ := t.learn.get(k)
-	tol := quota.ResetTolerance(t.windowOf(bucket, prev, q.Window))
-	if !q.Reset.IsZero() && prev.reset.Sub(q.Reset) >= tol {
+func (a *announcements) reconcileOne(ctx context.Context, d *decider, r *quota.Reservation, scope, bucket string, q announce.Quota, now time.Time) {
+	k := learn.Key{Scope: scope, Bucket: bucket}
+	prev := a.limits.learned.Get(k)
+	tol := quota.ResetTolerance(a.limits.windowOf(bucket, prev, q.Window))
+	if !q.Reset.IsZero() && prev.Reset.Sub(q.Reset) >= tol {
 		return // an older response than one already read
 	}
-	next := t.learn.update(k, func(l *learned) {
+	next := a.limits.learned.Update(k, func(l *learn.Learned) {
 		if q.Limit > 0 {
-			l.limit = q.Limit
+			l.Limit = q.Limit
 		}
 		if q.Window > 0 {
-			l.window = q.Window
+			l.Window = q.Window
 		}
-		l.read(q.Reset, tol)
+		l.Read(q.Reset, tol)
 	})
 	defer func() {
-		if cur, _ := t.learn.get(k); cur.gen != prev.gen {
-			t.redecide(ctx, k)
+		if a.limits.learned.Get(k).Gen != prev.Gen {
+			a.holds.Redecide(ctx, k)
 		}
 	}()
 	rec := Reconciliation{Scope: scope, Bucket: bucket, Announced: q,
-		Learned: next.limit != prev.limit || next.window != prev.window || next.reset.Sub(prev.reset) >= tol}
+		Learned: next.Limit != prev.Limit || next.Window != prev.Window || next.Reset.Sub(prev.Reset) >= tol}
 
 	used := q.Used
 	if used < 0 && q.Limit >= 0 && q.Remaining >= 0 {
@@ -295,32 +148,33 @@ func (t *Transport) reconcileOne(ctx context.Context, d *decider, r *quota.Reser
 	if r != nil {
 		room, asOf = r.RemainingOf(bucket), r.Time()
 	}
-	agrees := q.Remaining >= 0 && room >= 0 && q.Remaining >= room+t.cfg.Buckets[bucket].keep(max(q.Limit, 0))
+	agrees := q.Remaining >= 0 && room >= 0 && q.Remaining >= room+a.limits.buckets[bucket].keep(max(q.Limit, 0))
 	if !q.Reset.IsZero() && q.Reset.After(now) && used >= 0 && (!agrees || rec.Learned) {
-		limits, _ := t.announcedLimits(d, nil, scope, bucket)
+		limits, _ := a.limits.of(d, scope, bucket, false)
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		a, err := d.lim.Announce(pctx, scope, bucket, quota.Announcement{
+		got, err := d.lim.Announce(pctx, scope, bucket, quota.Announcement{
 			Used: used, Reset: q.Reset, Limit: max(q.Limit, 0), Window: q.Window, AsOf: asOf}, limits...)
 		cancel()
 		if err != nil {
-			t.log(ctx, slog.LevelWarn, "tollgate: could not record what the upstream announced",
+			a.hooks.log(ctx, slog.LevelWarn, "tollgate: could not record what the upstream announced",
 				slog.String("scope", scope), slog.String("bucket", bucket), slog.Any("err", err))
 		} else {
 			// Every process then holds the bucket to the same readings.
-			t.learn.update(k, func(l *learned) { l.adopt(a, tol) })
-			if a.Changed {
-				rec.Outside = a.Outside
+			a.limits.learned.Update(k, func(l *learn.Learned) { l.Adopt(got, tol) })
+			if got.Changed {
+				rec.Outside = got.Outside
 			}
 		}
 	}
 	if q.Remaining == 0 && q.Reset.After(now) {
-		if qe, known := t.exhausted.check(scope, bucketEndpoint(bucket), now); !known || qe.Cause != PausedByUpstream || qe.RetryAfter < q.Reset.Sub(now) {
+		if p, known := a.refusals.Paused(scope, bucket, now); !known || Cause(p.Cause) != PausedByUpstream || p.Until.Sub(now) < q.Reset.Sub(now) {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			const reason = "the upstream announced none left until its reset"
 			_, err := d.lim.PauseUpstream(pctx, scope, bucket, q.Reset.Sub(now), reason)
 			cancel()
 			if err == nil {
-				t.exhausted.note(scope, bucket, 0, PausedByUpstream, reason, q.Reset, now)
+				a.refusals.Note(remember.Key{Scope: scope, Bucket: bucket},
+					remember.Refusal{Until: q.Reset, Cause: uint8(PausedByUpstream), Pause: true, Reason: reason}, now)
 				rec.Paused = true
 			}
 		}
@@ -328,125 +182,27 @@ func (t *Transport) reconcileOne(ctx context.Context, d *decider, r *quota.Reser
 	if rec.Outside == 0 && !rec.Learned && !rec.Paused {
 		return
 	}
-	if t.cfg.OnReconcile != nil {
-		t.cfg.OnReconcile(ctx, rec)
-	}
+	a.hooks.reconciled(ctx, rec)
 	level := slog.LevelDebug
 	if rec.Outside > 0 {
 		level = slog.LevelWarn
 	}
-	t.log(ctx, level, "tollgate: the upstream's announcement reconciled",
+	a.hooks.log(ctx, level, "tollgate: the upstream's announcement reconciled",
 		slog.String("scope", scope), slog.String("bucket", bucket), slog.Int64("remaining", q.Remaining),
 		slog.Time("reset", q.Reset), slog.Int64("outside", rec.Outside), slog.Bool("learned", rec.Learned), slog.Bool("paused", rec.Paused))
 }
 
 // windowOf returns the window of a bucket's announced quota: as
 // announced, or else as its first limit says.
-func (t *Transport) windowOf(bucket string, ln learned, announced time.Duration) time.Duration {
+func (a *limits) windowOf(bucket string, ln learn.Learned, announced time.Duration) time.Duration {
 	switch {
 	case announced > 0:
 		return announced
-	case ln.window > 0:
-		return ln.window
+	case ln.Window > 0:
+		return ln.Window
 	}
-	if lims := t.cfg.Buckets[bucket].Limits; len(lims) > 0 {
+	if lims := a.buckets[bucket].Limits; len(lims) > 0 {
 		return lims[0].Window
 	}
 	return 0
-}
-
-// usable drops a limit still to be learned (0 units), which no script can
-// check.
-func usable(limits []quota.Limit) []quota.Limit {
-	if len(limits) > 0 && limits[0].Units == 0 {
-		return limits[1:]
-	}
-	return limits
-}
-
-// bucketEndpoint is a request charging bucket nothing, to ask the
-// known-exhausted cache whether the bucket is paused.
-func bucketEndpoint(bucket string) costs.Endpoint {
-	return costs.Endpoint{Charges: []costs.Charge{{Bucket: bucket}}}
-}
-
-// errRedecide ends the wait of a hold whose bucket's limit or window an
-// announcement changed: the hold was given back, and the request decides
-// again under what the announcement said.
-var errRedecide = errors.New("tollgate: an announcement changed the limit the hold was decided under")
-
-// holdWaiters are the requests waiting for holds on announced buckets, per
-// scope bucket, so that an announcement that changes a bucket's limit or
-// window gives all of their holds back before any of them decides again:
-// one by one, each would find the others' outdated holds still counted.
-type holdWaiters struct {
-	mu sync.Mutex
-	m  map[scopeBucket]map[*quota.Reservation]context.CancelCauseFunc
-}
-
-// add registers a hold under each of keys, with the function that ends its
-// wait.
-func (h *holdWaiters) add(keys []scopeBucket, r *quota.Reservation, stop context.CancelCauseFunc) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = make(map[scopeBucket]map[*quota.Reservation]context.CancelCauseFunc)
-	}
-	for _, k := range keys {
-		if h.m[k] == nil {
-			h.m[k] = make(map[*quota.Reservation]context.CancelCauseFunc)
-		}
-		h.m[k][r] = stop
-	}
-}
-
-// remove forgets a hold.
-func (h *holdWaiters) remove(keys []scopeBucket, r *quota.Reservation) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, k := range keys {
-		delete(h.m[k], r)
-		if len(h.m[k]) == 0 {
-			delete(h.m, k)
-		}
-	}
-}
-
-// take forgets and returns the holds waiting on k.
-func (h *holdWaiters) take(k scopeBucket) map[*quota.Reservation]context.CancelCauseFunc {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	held := h.m[k]
-	delete(h.m, k)
-	return held
-}
-
-// redecide gives back the holds waiting on a bucket whose limit or window
-// changed, together, then wakes their requests to decide again.
-func (t *Transport) redecide(ctx context.Context, k scopeBucket) {
-	held := t.holds.take(k)
-	if len(held) == 0 {
-		return
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for r := range held {
-		wg.Go(func() { _ = r.Cancel(cctx) }) // concurrent: the limiter pipelines them
-	}
-	wg.Wait()
-	for _, stop := range held {
-		stop(errRedecide)
-	}
-}
-
-// announcedKeys returns the announced buckets a call charges, in its scope.
-func (t *Transport) announcedKeys(c *call) []scopeBucket {
-	var keys []scopeBucket
-	for _, ch := range c.endpoint.Charges {
-		if _, ok := t.announced[ch.Bucket]; ok {
-			keys = append(keys, scopeBucket{c.scope, ch.Bucket})
-		}
-	}
-	return keys
 }

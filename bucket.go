@@ -45,9 +45,11 @@ type Bucket struct {
 	Follows string
 }
 
-// effective returns the limits tollgate enforces: each upstream limit less
-// the reserve. It fails when a reserve leaves no room at all.
-func (b Bucket) effective(name string) ([]quota.Limit, error) {
+// check validates the bucket's limits and reserve, and returns its limits
+// as the upstream states them (the first named learnedName when the
+// bucket follows an announced quota). It fails when a reserve leaves no
+// room at all.
+func (b Bucket) check(name string) ([]quota.Limit, error) {
 	if len(b.Limits) == 0 {
 		return nil, configErrorf("bucket %q has no limits", name)
 	}
@@ -81,11 +83,9 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 				return nil, configErrorf("bucket %q: limits %v and %v count the same window", name, o, l)
 			}
 		}
-		keep := b.keep(l.Units)
-		if keep >= l.Units {
+		if keep := b.keep(l.Units); keep >= l.Units {
 			return nil, configErrorf("bucket %q: a reserve of %d leaves nothing of limit %v", name, keep, l)
 		}
-		l.Units -= keep
 		out[i] = l
 	}
 	return out, nil
@@ -108,30 +108,6 @@ func sameWindow(a, b quota.Limit) bool {
 	return a.Window.Truncate(time.Microsecond) == b.Window.Truncate(time.Microsecond)
 }
 
-// enforced returns the limits tollgate enforces for each bucket a cost
-// table charges (the configured limits less the reserve, sliding windows
-// lengthened by transit), and the caps on requests in flight. A bucket the
-// table charges must be configured.
-func enforced(charged []string, buckets map[string]Bucket, transit time.Duration) (map[string][]quota.Limit, map[string]int, error) {
-	limits := make(map[string][]quota.Limit, len(charged))
-	caps := make(map[string]int)
-	for _, name := range charged {
-		b, ok := buckets[name]
-		if !ok {
-			return nil, nil, configErrorf("the cost table charges bucket %q, which Config.Buckets does not define", name)
-		}
-		lims, err := b.effective(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		limits[name] = lengthen(lims, transit)
-		if b.MaxInFlight > 0 {
-			caps[name] = b.MaxInFlight
-		}
-	}
-	return limits, caps, nil
-}
-
 // defaultBackgroundShare is the share of each limit background requests
 // may spend when Config.BackgroundShare does not say.
 const defaultBackgroundShare = 0.8
@@ -151,46 +127,26 @@ func transit(d time.Duration) time.Duration {
 	return d
 }
 
-// lengthen adds d to every sliding and fixed window. Requests reach the
-// upstream a little after their admission, by up to d; counting each for d
-// longer keeps the calls that replace it from reaching the upstream's
-// window before it has left. A fixed window so starts d before the
-// announced reset's window does: the calls admitted just before an
-// announcement moved it count in it, as they do upstream. Calendar days
-// are left alone: they reset when the upstream does.
-func lengthen(limits []quota.Limit, d time.Duration) []quota.Limit {
-	for i := range limits {
-		if !limits[i].Calendar {
-			limits[i].Window += d
+// configured checks the limits of each bucket a cost table charges, and
+// returns them as the upstream states them (see Bucket.check), with the
+// caps on requests in flight. A bucket the table charges must be
+// configured.
+func configured(charged []string, buckets map[string]Bucket) (map[string][]quota.Limit, map[string]int, error) {
+	limits := make(map[string][]quota.Limit, len(charged))
+	caps := make(map[string]int)
+	for _, name := range charged {
+		b, ok := buckets[name]
+		if !ok {
+			return nil, nil, configErrorf("the cost table charges bucket %q, which Config.Buckets does not define", name)
+		}
+		lims, err := b.check(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		limits[name] = lims
+		if b.MaxInFlight > 0 {
+			caps[name] = b.MaxInFlight
 		}
 	}
-	return limits
-}
-
-// shareOf returns every bucket's limits scaled to a share of their units,
-// at least 1 each: for background requests, and for the in-process limiter
-// of the FailLocal mode.
-func shareOf(limits map[string][]quota.Limit, s float64) map[string][]quota.Limit {
-	out := make(map[string][]quota.Limit, len(limits))
-	for name, lims := range limits {
-		scaled := make([]quota.Limit, len(lims))
-		for i, l := range lims {
-			if l.Units > 0 { // 0: still to be learned
-				l.Units = max(int64(math.Floor(float64(l.Units)*s)), 1)
-			}
-			scaled[i] = l
-		}
-		out[name] = scaled
-	}
-	return out
-}
-
-// capsOf returns caps scaled to a share, at least 1 each, for the
-// in-process limiter of the FailLocal mode.
-func capsOf(caps map[string]int, s float64) map[string]int {
-	out := make(map[string]int, len(caps))
-	for name, n := range caps {
-		out[name] = max(int(math.Floor(float64(n)*s)), 1)
-	}
-	return out
+	return limits, caps, nil
 }

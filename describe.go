@@ -2,9 +2,9 @@ package tollgate
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate/tollgate/quota"
@@ -28,65 +28,74 @@ const describeEvery = 30 * time.Minute
 // past it, it starts afresh, which costs a write per scope bucket.
 const maxDescribed = 1 << 14
 
+// scopeBucket names a scope's bucket.
+type scopeBucket struct{ scope, bucket string }
+
 // described remembers when each scope bucket's description is due again,
 // and so which scope buckets this process decided on: the pauses other
 // processes tell reach those (notices.go).
 type described struct {
+	limiter *quota.Limiter
+	redis   *decider
+	limits  *limits
+	closed  *atomic.Bool
+	hooks   *hooks
+
 	mu      sync.RWMutex
 	due     map[scopeBucket]time.Time
 	writing sync.WaitGroup
 }
 
 // describe writes, in the background and in one round trip, the
-// descriptions of the buckets the call charges in scope that are due. A
-// failure costs nothing but a retry a minute later: descriptions serve
-// the operators' tools only.
-func (t *Transport) describe(ctx context.Context, c *call, scope string) {
-	now := t.now()
-	t.described.mu.RLock()
-	due := t.described.dueAny(c, scope, now)
-	t.described.mu.RUnlock()
+// descriptions of the buckets the request charges in the scope it spends
+// that are due at its instant. A failure costs nothing but a retry a
+// minute later: descriptions serve the operators' tools only.
+func (d *described) describe(ctx context.Context, r *request) {
+	scope, now := r.spending(), r.now
+	d.mu.RLock()
+	due := d.dueAny(r, scope, now)
+	d.mu.RUnlock()
 	if !due {
 		return
 	}
 	var ds []quota.Description
-	t.described.mu.Lock()
-	if t.described.due == nil || len(t.described.due) >= maxDescribed {
-		t.described.due = make(map[scopeBucket]time.Time)
+	d.mu.Lock()
+	if d.due == nil || len(d.due) >= maxDescribed {
+		d.due = make(map[scopeBucket]time.Time)
 	}
-	for _, ch := range c.endpoint.Charges {
+	for _, ch := range r.endpoint.Charges {
 		k := scopeBucket{scope, ch.Bucket}
-		if at, ok := t.described.due[k]; !ok || !now.Before(at) {
-			ds = append(ds, t.description(scope, ch.Bucket))
-			t.described.due[k] = now.Add(describeEvery)
+		if at, ok := d.due[k]; !ok || !now.Before(at) {
+			ds = append(ds, d.description(scope, ch.Bucket))
+			d.due[k] = now.Add(describeEvery)
 		}
 	}
-	if len(ds) == 0 || t.closed.Load() {
-		t.described.mu.Unlock()
+	if len(ds) == 0 || d.closed.Load() {
+		d.mu.Unlock()
 		return
 	}
-	t.described.writing.Add(1)
-	t.described.mu.Unlock()
+	d.writing.Add(1)
+	d.mu.Unlock()
 	go func() {
-		defer t.described.writing.Done()
+		defer d.writing.Done()
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		if err := t.cfg.Limiter.Describe(wctx, ds...); err != nil {
-			t.log(wctx, slog.LevelDebug, "tollgate: could not describe a bucket for the operators' tools",
+		if err := d.limiter.Describe(wctx, ds...); err != nil {
+			d.hooks.log(wctx, slog.LevelDebug, "tollgate: could not describe a bucket for the operators' tools",
 				slog.String("scope", scope), slog.Any("err", err))
-			t.described.mu.Lock()
-			for _, d := range ds {
-				t.described.due[scopeBucket{scope, d.Bucket}] = now.Add(time.Minute)
+			d.mu.Lock()
+			for _, x := range ds {
+				d.due[scopeBucket{scope, x.Bucket}] = now.Add(time.Minute)
 			}
-			t.described.mu.Unlock()
+			d.mu.Unlock()
 		}
 	}()
 }
 
-// dueAny reports whether a bucket the call charges in scope is due to be
-// described; d.mu is held.
-func (d *described) dueAny(c *call, scope string, now time.Time) bool {
-	for _, ch := range c.endpoint.Charges {
+// dueAny reports whether a bucket the request charges in scope is due to
+// be described; d.mu is held.
+func (d *described) dueAny(r *request, scope string, now time.Time) bool {
+	for _, ch := range r.endpoint.Charges {
 		if at, ok := d.due[scopeBucket{scope, ch.Bucket}]; !ok || !now.Before(at) {
 			return true
 		}
@@ -95,16 +104,16 @@ func (d *described) dueAny(c *call, scope string, now time.Time) bool {
 }
 
 // description describes a bucket as the Transport enforces it.
-func (t *Transport) description(scope, bucket string) quota.Description {
-	b := t.cfg.Buckets[bucket]
-	d := quota.Description{
-		Scope: scope, Bucket: bucket, Limits: t.redis.limits[bucket], InFlight: t.redis.caps[bucket],
-		Announced: b.Follows, ReserveUnits: b.ReserveUnits, ReservePercent: b.ReservePercent, Transit: transit(t.cfg.Transit),
+func (d *described) description(scope, bucket string) quota.Description {
+	b := d.limits.buckets[bucket]
+	x := quota.Description{
+		Scope: scope, Bucket: bucket, Limits: d.redis.limits[bucket], InFlight: d.redis.caps[bucket],
+		Announced: b.Follows, ReserveUnits: b.ReserveUnits, ReservePercent: b.ReservePercent, Transit: d.limits.transit,
 	}
 	for _, l := range b.Limits {
-		d.Quotas = append(d.Quotas, l.Units)
+		x.Quotas = append(x.Quotas, l.Units)
 	}
-	return d
+	return x
 }
 
 // known returns the scope buckets this process decided on.
@@ -116,12 +125,4 @@ func (d *described) known() []scopeBucket {
 		out = append(out, k)
 	}
 	return out
-}
-
-// isQuotaError reports a refusal: Redis answered, so the bucket is worth
-// describing. (A function of its own, so that the error's target escapes
-// only when there is an error.)
-func isQuotaError(err error) bool {
-	var qe *QuotaError
-	return errors.As(err, &qe)
 }

@@ -3,9 +3,11 @@ package tollgate
 import "time"
 
 // SetClock makes t read the local time from now instead of time.Now, so
-// that tests move it instead of sleeping: the known-exhausted cache, the
-// outage probe's interval, lease and pause instants all follow it.
-func SetClock(t *Transport, now func() time.Time) { t.now = now }
+// that tests move it instead of sleeping: the refusals and pauses it
+// remembers, the outage probe's interval, lease instants and terms, and
+// the instants of requests and responses all follow it. The wall clock is
+// read only against context deadlines and Transit.
+func SetClock(t *Transport, now func() time.Time) { t.clock.now = now }
 
 // SlowHandoff makes t call f on every request it has decided, just before
 // checking that the request is handed to the base transport within

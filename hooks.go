@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/costs"
-	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/internal/caps"
 )
 
 // A Decision describes what the Transport decided for one request. It
@@ -85,28 +85,6 @@ type DecisionHook func(ctx context.Context, d Decision)
 // it quick, and safe for concurrent use.
 type SlotHook func(scope, bucket string, held bool)
 
-// An UpstreamPause reports that the upstream answered a request that its
-// quota is spent, so that every worker holds off: never a credential;
-// Scope is a pool's name or a hash.
-type UpstreamPause struct {
-	// Endpoint is the request's endpoint, e.g. "search.list".
-	Endpoint string
-	// Scope is the pool paused, e.g. "project-a".
-	Scope string
-	// Buckets are the buckets paused; none means the whole scope.
-	Buckets []string
-	// For is how long every worker holds off, e.g. 10s.
-	For time.Duration
-	// Reason is the upstream's reason (Verdict.Reason), e.g.
-	// "quotaExceeded", or else the response's status code, e.g. "429".
-	Reason string
-}
-
-// A PauseHook is called when the upstream's answer to a request paused
-// its scope or buckets, on the request's goroutine. Keep it quick, and
-// safe for concurrent use.
-type PauseHook func(ctx context.Context, p UpstreamPause)
-
 // A Switch reports that the Transport's view of Redis changed.
 type Switch struct {
 	// Up is true when Redis answers again and decisions return to it,
@@ -120,43 +98,90 @@ type Switch struct {
 // modes, on the goroutine of the request that noticed it.
 type SwitchHook func(s Switch)
 
-// report calls the decision hook and logs the decision.
-func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
-	d := Decision{
-		Endpoint:  c.endpoint.Name,
-		Scope:     o.scope(c),
-		Caller:    CallerOf(ctx),
-		Charges:   c.endpoint.Charges,
-		Admitted:  err == nil,
-		Waited:    o.waited,
-		Local:     o.by != nil && o.by.local,
-		Unmetered: o.open,
-		Free:      o.free,
-		Cached:    o.cached,
-		Err:       err,
+// hooks are the Config's hooks and Logger: every hook is called from here,
+// and every Decision is built here (decisionOf).
+type hooks struct {
+	onDecision, onWait, onWaitEnd, onSettle DecisionHook
+	onReconcile                             ReconcileHook
+	onSwitch                                SwitchHook
+	onSlot                                  SlotHook
+	onPause                                 PauseHook
+	logger                                  *slog.Logger
+}
+
+func hooksOf(cfg *Config) *hooks {
+	return &hooks{onDecision: cfg.OnDecision, onWait: cfg.OnWait, onWaitEnd: cfg.OnWaitEnd, onSettle: cfg.OnSettle,
+		onReconcile: cfg.OnReconcile, onSwitch: cfg.OnSwitch, onSlot: cfg.OnSlot, onPause: cfg.OnPause, logger: cfg.Logger}
+}
+
+// A moment is when a DecisionHook is called.
+type moment uint8
+
+const (
+	decidedNow moment = iota // OnDecision: the decision, after any wait
+	waitStarts               // OnWait: a hold taken, the request about to sleep until its turn
+	waitEnds                 // OnWaitEnd: that wait ended
+	settledNow               // OnSettle: a response told the request's true cost
+)
+
+// detail is what a moment adds to the request's Decision.
+type detail struct {
+	err     error
+	at      time.Time      // waitStarts, waitEnds: when the hold is due
+	waited  time.Duration  // decidedNow, waitEnds: how long it took
+	charges []costs.Charge // settledNow: what the request now counts
+}
+
+// decisionOf builds the Decision of the request at moment m: the one place a
+// Decision is built.
+func decisionOf(r *request, m moment, x detail) Decision {
+	d := Decision{Endpoint: r.endpoint.Name, Scope: r.spending(), Caller: CallerOf(r.req.Context()), Charges: r.endpoint.Charges, Admitted: x.err == nil, Err: x.err}
+	switch m {
+	case waitStarts, waitEnds:
+		d.Waited, d.At = x.waited, x.at
+	case settledNow:
+		d.Charges, d.Estimate, d.At, d.Settled, d.Admitted = x.charges, r.endpoint.Charges, r.res.Time(), true, true
+	default:
+		d.Waited = x.waited
+		d.Local = r.local()
+		d.Unmetered = r.kind == unmetered
+		d.Free = r.endpoint.Free && (r.kind == admitFree || r.kind == decided || r.kind == remembered)
+		d.Cached = r.kind == remembered
+		if r.route != nil {
+			d.Route = r.route.Name
+		}
+		if r.res != nil && x.err == nil {
+			d.At = r.res.Time()
+		}
+		if r.kind == fromLease && x.err == nil {
+			d.Leased, d.At = true, r.at // the local instant it was spent
+		}
+		if x.err != nil { // only then: the error's target escapes
+			var qe *QuotaError
+			if errors.As(x.err, &qe) {
+				d.RetryAfter = qe.RetryAfter
+			}
+		}
 	}
-	if o.route != nil {
-		d.Route = o.route.Name
+	return d
+}
+
+// decided tells the decision hook and the log of the request's decision,
+// which took waited.
+func (h *hooks) decided(ctx context.Context, r *request, waited time.Duration, err error) {
+	if h.onDecision == nil && h.logger == nil {
+		return
 	}
-	if o.res != nil && err == nil {
-		d.At = o.res.Time()
+	d := decisionOf(r, decidedNow, detail{err: err, waited: waited})
+	if h.onDecision != nil {
+		h.onDecision(ctx, d)
 	}
-	if o.lease != nil && err == nil {
-		d.Leased, d.At = true, o.spent
-	}
-	var qe *QuotaError
-	if errors.As(err, &qe) {
-		d.RetryAfter = qe.RetryAfter
-	}
-	if t.cfg.OnDecision != nil {
-		t.cfg.OnDecision(ctx, d)
-	}
-	if t.cfg.Logger == nil {
+	if h.logger == nil {
 		return
 	}
 	attrs := []slog.Attr{
 		slog.String("endpoint", d.Endpoint), slog.String("scope", d.Scope),
-		slog.Int64("units", c.endpoint.Units()),
+		slog.Int64("units", r.endpoint.Units()),
 	}
 	switch {
 	case d.Local:
@@ -170,35 +195,89 @@ func (t *Transport) report(ctx context.Context, c *call, o outcome, err error) {
 		if d.Route != "" {
 			attrs = append(attrs, slog.String("route", d.Route))
 		}
-		t.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "tollgate: admitted", attrs...)
-	case qe != nil:
+		h.logger.LogAttrs(ctx, slog.LevelDebug, "tollgate: admitted", attrs...)
+	case isQuotaError(err):
 		attrs = append(attrs, slog.Duration("retry_after", d.RetryAfter))
-		t.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "tollgate: refused", attrs...)
+		h.logger.LogAttrs(ctx, slog.LevelInfo, "tollgate: refused", attrs...)
 	default:
 		attrs = append(attrs, slog.Any("err", err))
-		t.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "tollgate: not sent", attrs...)
+		h.logger.LogAttrs(ctx, slog.LevelInfo, "tollgate: not sent", attrs...)
 	}
 }
 
-// waiting calls the wait hook for a request about to sleep until r is due.
-func (t *Transport) waiting(ctx context.Context, c *call, r *quota.Reservation) {
-	if t.cfg.OnWait != nil {
-		t.cfg.OnWait(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Caller: CallerOf(ctx), Charges: c.endpoint.Charges, Admitted: true, At: r.Time()})
+// waits tells the wait hooks of a request whose hold is due later: at m
+// waitStarts, and at waitEnds, with how long it waited and why it ended.
+func (h *hooks) waits(ctx context.Context, r *request, m moment, x detail) {
+	hook := h.onWait
+	if m == waitEnds {
+		hook = h.onWaitEnd
+	}
+	if hook != nil {
+		hook(ctx, decisionOf(r, m, x))
 	}
 }
 
-// waitEnded calls the wait-end hook for a request whose wait for r, begun
-// at start, ended: its turn came (err nil), or it did not.
-func (t *Transport) waitEnded(ctx context.Context, c *call, r *quota.Reservation, start time.Time, err error) {
-	if t.cfg.OnWaitEnd != nil {
-		t.cfg.OnWaitEnd(ctx, Decision{Endpoint: c.endpoint.Name, Scope: c.scope, Caller: CallerOf(ctx), Charges: c.endpoint.Charges,
-			Admitted: err == nil, Waited: t.now().Sub(start), At: r.Time(), Err: err})
+// settled tells the settle hook of a request's true cost.
+func (h *hooks) settled(ctx context.Context, r *request, charges []costs.Charge, err error) {
+	if h.onSettle != nil {
+		h.onSettle(ctx, decisionOf(r, settledNow, detail{err: err, charges: charges}))
+	}
+}
+
+// slots tells the slot hook of caps' slots taken (held) or given back.
+func (h *hooks) slots(owners []caps.Owner, held bool) {
+	if h.onSlot != nil {
+		for _, o := range owners {
+			h.onSlot(o.Scope, o.Bucket, held)
+		}
+	}
+}
+
+// took tells the slot hook of the slots of buckets taken in scope.
+func (h *hooks) took(scope string, buckets []string) {
+	if h.onSlot != nil {
+		for _, b := range buckets {
+			h.onSlot(scope, b, true)
+		}
+	}
+}
+
+// switched tells the hook and the log of a switch.
+func (h *hooks) switched(ctx context.Context, s Switch) {
+	if s.Up {
+		h.log(ctx, slog.LevelWarn, "tollgate: redis answers again; decisions return to it")
+	} else {
+		h.log(ctx, slog.LevelWarn, "tollgate: redis unavailable; endpoints fall back on their outage mode", slog.Any("err", s.Err))
+	}
+	if h.onSwitch != nil {
+		h.onSwitch(s)
+	}
+}
+
+// paused tells the pause hook.
+func (h *hooks) paused(ctx context.Context, p UpstreamPause) {
+	if h.onPause != nil {
+		h.onPause(ctx, p)
+	}
+}
+
+// reconciled tells the reconcile hook.
+func (h *hooks) reconciled(ctx context.Context, rec Reconciliation) {
+	if h.onReconcile != nil {
+		h.onReconcile(ctx, rec)
 	}
 }
 
 // log writes a record when a Logger is set.
-func (t *Transport) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
-	if t.cfg.Logger != nil {
-		t.cfg.Logger.LogAttrs(ctx, level, msg, attrs...)
+func (h *hooks) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	if h.logger != nil {
+		h.logger.LogAttrs(ctx, level, msg, attrs...)
 	}
+}
+
+// isQuotaError reports a refusal. (A function of its own, so that the
+// error's target escapes only when there is an error.)
+func isQuotaError(err error) bool {
+	var qe *QuotaError
+	return errors.As(err, &qe)
 }

@@ -2,11 +2,11 @@ package tollgate
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/lease"
+	"github.com/tollgate/tollgate/internal/notices"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -18,175 +18,82 @@ import (
 // what a lease guarantees.
 type LeaseFunc func(scope, bucket string) (units int64, term time.Duration)
 
-// leases holds this process's current lease per scope and bucket.
-type leases struct {
-	mu    sync.Mutex
-	slots map[leaseKey]*leaseSlot
-}
-
-type leaseKey struct{ scope, bucket string }
-
-// leaseSlot is one scope bucket's lease. Its mutex is held while the lease
-// is renewed, and taken (briefly) to spend from it, so that while one
-// request renews, the others wait for the new lease and spend from it
-// first, in the order they came. A singleflight.Group sharing the renewal
-// was measured 20% slower on one hot scope (bench/: BenchmarkHotScope/lease):
-// the requests that shared a renewal woke after fresh ones had spent the
-// new lease, and had to renew again.
-type leaseSlot struct {
-	mu sync.Mutex
-	ls *quota.Lease
-}
-
-func (l *leases) slot(k leaseKey) *leaseSlot {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.slots == nil {
-		l.slots = make(map[leaseKey]*leaseSlot)
-	}
-	s := l.slots[k]
-	if s == nil {
-		s = &leaseSlot{}
-		l.slots[k] = s
-	}
-	return s
+// leasing is the stage of leases (internal/lease): before Redis, a request
+// spends from this process's lease when it holds its units (spend); on
+// Redis, it renews the lease and spends from the new one (renew).
+type leasing struct {
+	choose    LeaseFunc
+	leases    *lease.Leases
+	limits    *limits
+	redis     *decider
+	listening *notices.Listening
+	hooks     *hooks
+	clock     *clock
 }
 
 // leasable returns the lease terms of a request that spends from leases,
 // or false. Requests charging several buckets ask Redis call by call
 // (their units must be taken together), and so do requests whose cost is
-// settled after the response, that hold a slot, or that are background
-// (which must wait their turn behind interactive ones).
-func (t *Transport) leasable(c *call) (units int64, term time.Duration, ok bool) {
-	if t.cfg.Lease == nil || len(c.endpoint.Charges) != 1 || c.endpoint.Free ||
-		len(c.endpoint.Settle) > 0 || c.background || t.capped(c) {
+// settled after the response, that hold a slot, that charge an announced
+// bucket, or that are background (which must wait their turn behind
+// interactive ones).
+func (s *leasing) leasable(r *request) (units int64, term time.Duration, ok bool) {
+	if s.choose == nil || len(r.endpoint.Charges) != 1 || r.endpoint.Free ||
+		len(r.endpoint.Settle) > 0 || r.background || s.redis.capped(r) {
 		return 0, 0, false
 	}
-	if _, announced := t.announced[c.endpoint.Charges[0].Bucket]; announced {
+	if _, announced := s.limits.announced[r.endpoint.Charges[0].Bucket]; announced {
 		return 0, 0, false
 	}
-	units, term = t.cfg.Lease(c.scope, c.endpoint.Charges[0].Bucket)
+	units, term = s.choose(r.scope, r.endpoint.Charges[0].Bucket)
 	return units, term, units > 0 && term > 0
 }
 
-// spendLease spends the request's units from this process's lease, with
-// no round trip, when the lease holds them.
-func (t *Transport) spendLease(c *call) (outcome, bool) {
-	if _, _, ok := t.leasable(c); !ok {
-		return outcome{}, false
+// spend spends the request's units from this process's lease, with no
+// round trip, when the lease holds them.
+func (s *leasing) spend(_ context.Context, r *request) (bool, error) {
+	if _, _, ok := s.leasable(r); !ok {
+		return false, nil
 	}
-	ch := c.endpoint.Charges[0]
-	s := t.leases.slot(leaseKey{c.scope, ch.Bucket})
-	s.mu.Lock()
-	ls := s.ls
-	s.mu.Unlock()
-	if ls != nil && ls.Take(ch.Units) {
-		return outcome{lease: ls, spent: t.now(), by: &t.redis}, true
+	ch := r.endpoint.Charges[0]
+	if !s.leases.Spend(lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units) {
+		return false, nil
 	}
-	return outcome{}, false
+	// The instant it was spent, read now that its units are taken: it may
+	// have waited for another request's renewal, and spent from a lease
+	// granted after it came.
+	s.admit(r, s.clock.now())
+	return true, nil
 }
 
-// renewLease ends the scope bucket's lease and takes a new one, then spends
-// the request's units from it. It reports false, with no error, when no
-// lease could be had (the quota has no room, or a hold waits): the request
-// then decides call by call. A Redis failure is returned as it is.
-func (t *Transport) renewLease(ctx context.Context, c *call) (outcome, bool, error) {
-	units, term, ok := t.leasable(c)
+// renew ends the scope bucket's lease and takes a new one, then spends
+// the request's units from it. It passes the request on, with no error,
+// when no lease could be had (the quota has no room, or a hold waits):
+// the request then decides call by call. A Redis failure is returned as
+// it is.
+func (s *leasing) renew(ctx context.Context, r *request) (bool, error) {
+	units, term, ok := s.leasable(r)
 	if !ok {
-		return outcome{}, false, nil
+		return false, nil
 	}
-	t.listen(ctx) // first: a pause told once the lease is granted must reach it
-	defer t.unlisten()
-	ch := c.endpoint.Charges[0]
-	s := t.leases.slot(leaseKey{c.scope, ch.Bucket})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ls != nil {
-		if s.ls.Take(ch.Units) { // another request renewed it meanwhile
-			return outcome{lease: s.ls, spent: t.now(), by: &t.redis}, true, nil
-		}
-		if err := s.ls.End(ctx); err != nil {
-			t.log(ctx, slog.LevelWarn, "tollgate: could not end a lease; its units stay counted until it ends",
-				slog.String("scope", c.scope), slog.String("bucket", ch.Bucket), slog.Any("err", err))
-		}
-		s.ls = nil
+	s.listening.Listen(ctx) // first: a pause told once the lease is granted must reach it
+	defer s.listening.Unlisten()
+	ch := r.endpoint.Charges[0]
+	want := quota.Charge{Bucket: ch.Bucket, Units: max(units, ch.Units), Limits: s.redis.limits[ch.Bucket]}
+	at, ok, err := s.leases.Renew(ctx, lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units, s.clock.now, term,
+		func(ctx context.Context) (*quota.Lease, error) { return s.redis.lim.Lease(ctx, r.scope, want, term) },
+		func(err error) {
+			s.hooks.log(ctx, slog.LevelWarn, "tollgate: could not end a lease; its units stay counted until it ends",
+				slog.String("scope", r.scope), slog.String("bucket", ch.Bucket), slog.Any("err", err))
+		})
+	if ok {
+		s.admit(r, at)
 	}
-	want := quota.Charge{Bucket: ch.Bucket, Units: max(units, ch.Units), Limits: t.redis.limits[ch.Bucket]}
-	ls, err := t.cfg.Limiter.Lease(ctx, c.scope, want, term)
-	if errors.Is(err, quota.ErrRefused) {
-		return outcome{}, false, nil
-	}
-	if err != nil {
-		return outcome{}, false, err
-	}
-	s.ls = ls
-	if !ls.Take(ch.Units) {
-		return outcome{}, false, nil // granted less than this request costs
-	}
-	return outcome{lease: ls, spent: t.now(), by: &t.redis}, true, nil
+	return ok, err
 }
 
-// endAll ends every lease, giving back what was not spent.
-func (l *leases) endAll(ctx context.Context) error {
-	l.mu.Lock()
-	slots := l.slots
-	l.slots = nil
-	l.mu.Unlock()
-	var errs []error
-	for _, s := range slots {
-		s.mu.Lock()
-		if s.ls != nil {
-			errs = append(errs, s.ls.End(ctx))
-			s.ls = nil
-		}
-		s.mu.Unlock()
-	}
-	return errors.Join(errs...)
-}
-
-// end ends the leases of the scope buckets match reports true for, at
-// once for the requests about to spend from them, then giving back what
-// they did not spend: a pause told by another process concerns them.
-func (l *leases) end(ctx context.Context, match func(leaseKey) bool) {
-	l.mu.Lock()
-	var slots []*leaseSlot
-	for k, s := range l.slots {
-		if match(k) {
-			slots = append(slots, s)
-		}
-	}
-	l.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range slots {
-		s.mu.Lock()
-		ls := s.ls
-		s.ls = nil
-		s.mu.Unlock()
-		if ls != nil {
-			wg.Go(func() { _ = ls.End(ctx) })
-		}
-	}
-	wg.Wait()
-}
-
-// live reports whether a lease may still be spent from, or is being
-// taken.
-func (l *leases) live() bool {
-	l.mu.Lock()
-	slots := make([]*leaseSlot, 0, len(l.slots))
-	for _, s := range l.slots {
-		slots = append(slots, s)
-	}
-	l.mu.Unlock()
-	for _, s := range slots {
-		if !s.mu.TryLock() {
-			return true // being renewed
-		}
-		ls := s.ls
-		s.mu.Unlock()
-		if ls != nil && time.Now().Before(ls.Deadline()) {
-			return true
-		}
-	}
-	return false
+// admit marks the request spent from a lease at the instant at.
+func (s *leasing) admit(r *request, at time.Time) {
+	r.decide(fromLease, s.redis)
+	r.at = at
 }

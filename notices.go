@@ -2,303 +2,123 @@ package tollgate
 
 import (
 	"context"
-	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/tollgate/tollgate/internal/lease"
+	"github.com/tollgate/tollgate/internal/notices"
+	"github.com/tollgate/tollgate/internal/remember"
 	"github.com/tollgate/tollgate/quota"
 )
 
-// Pauses and resumes told by other processes. A request that spends from
-// a lease, or that the known-exhausted cache refuses, asks Redis nothing,
-// so a pause set there (by cmd/tollgate pause, another process's
-// Transport.Pause or an upstream's 429) would reach it only when the lease
-// ends, and a resume would not clear the cache before the pause's end; a
-// request waiting for its turn was decided before the pause. So while the
-// Transport holds a lease, remembers a refusal or has requests waiting, it
-// listens to what the others tell (quota.Limiter.Listen): a pause ends the
-// leases it concerns, is remembered as a refusal, and stops the waits it
-// concerns (waiters.go); a resume forgets the refusals it concerns; and
-// each notice is acknowledged once applied, so that the
-// operator's command returns only when every process has stopped (or may
-// go on). The rest of the time nothing listens: a request that asks Redis
-// finds the pause there.
+// Pauses and resumes told by other processes (cmd/tollgate pause, another
+// process's Transport.Pause or an upstream's 429), heard while the
+// Transport has anything they must reach (internal/notices): a pause ends
+// the leases it concerns, is remembered as a refusal of the scope buckets
+// this process decided on, and stops the waits it concerns (pauses.go); a
+// resume forgets the refusals it concerns.
 
-// listening is the Transport's subscription to the notices, while it has
-// anything a notice must reach.
-type listening struct {
-	start sync.Mutex // held while a subscription is made
-
-	mu      sync.Mutex
-	ln      *quota.Listener // nil when not listening
-	wanted  uint64          // counts the calls for a subscription
-	users   int             // callers about to take a lease
-	retry   time.Time       // no new attempt before, after one failed
-	closed  bool
-	stopped chan struct{} // closed to end the loop
-	loops   sync.WaitGroup
-
-	// state is a generation, shifted left, with its lowest bit set while
-	// the subscription is live: a new subscription, its loss, and each
-	// pause applied start a new generation (see heard).
-	state atomic.Uint64
+// hearing applies the notices the Transport hears.
+type hearing struct {
+	limiter   *quota.Limiter
+	refusals  *remember.Refusals
+	leases    *lease.Leases
+	listening *notices.Listening
+	waiters   *notices.Waiters
+	described *described
+	clock     *clock
 }
 
-// heard returns the generation of what the Transport hears, or 0 while it
-// does not listen: a request that waited sees the same value after its
-// wait only if every pause told meanwhile would have reached it.
-func (l *listening) heard() uint64 {
-	if v := l.state.Load(); v&1 == 1 {
-		return v
-	}
-	return 0
-}
-
-// next starts a new generation, live or not.
-func (l *listening) next(live bool) {
-	for {
-		old := l.state.Load()
-		v := ((old >> 1) + 1) << 1
-		if live {
-			v |= 1
-		}
-		if l.state.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
-
-// nextIfLive starts a new generation, as live as the last.
-func (l *listening) nextIfLive() { l.next(l.state.Load()&1 == 1) }
-
-// listenCheck is how often the loop looks whether it is still needed;
-// listenRetry how long the Transport waits to try again after it could
-// not subscribe (Redis down, or a user without the right to).
-const (
-	listenCheck = time.Second
-	listenRetry = 10 * time.Second
-)
-
-// listen makes sure the Transport listens before it takes a lease, so
-// that a pause told after the lease was granted reaches it; unlisten
-// follows once the lease is held (or not taken). A failure to subscribe is
-// logged, not returned: the lease's term still bounds how long a missed
-// pause goes unseen. Once the Transport listens, a leased request only
-// counts itself in: it neither waits for l.start nor allocates.
-func (t *Transport) listen(ctx context.Context) {
-	l := &t.listening
-	l.mu.Lock()
-	l.wanted++
-	l.users++
-	listening := l.ln != nil || l.closed
-	l.mu.Unlock()
-	if listening {
-		return
-	}
-	l.start.Lock()
-	defer l.start.Unlock()
-	t.subscribe(ctx)
-}
-
-// unlisten ends what listen began.
-func (t *Transport) unlisten() {
-	l := &t.listening
-	l.mu.Lock()
-	l.users--
-	l.mu.Unlock()
-}
-
-// listenSoon makes the Transport listen without making its caller wait:
-// it has just remembered a refusal.
-func (t *Transport) listenSoon() {
-	l := &t.listening
-	l.mu.Lock()
-	l.wanted++
-	busy := l.ln != nil || l.closed || t.now().Before(l.retry)
-	if !busy {
-		l.loops.Add(1)
-	}
-	l.mu.Unlock()
-	if busy {
-		return
-	}
-	go func() {
-		defer l.loops.Done()
-		if !l.start.TryLock() {
-			return // another call is subscribing
-		}
-		defer l.start.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		t.subscribe(ctx)
-	}()
-}
-
-// subscribe listens, unless the Transport does already; l.start is held.
-func (t *Transport) subscribe(ctx context.Context) {
-	l := &t.listening
-	l.mu.Lock()
-	skip := l.ln != nil || l.closed || t.now().Before(l.retry) || t.probe.down.Load()
-	l.mu.Unlock()
-	if skip {
-		return
-	}
-	ln, err := t.cfg.Limiter.Listen(ctx)
-	if err != nil {
-		l.mu.Lock()
-		l.retry = t.now().Add(listenRetry)
-		l.mu.Unlock()
-		t.log(ctx, slog.LevelWarn, "tollgate: cannot listen for pauses other processes tell; leases and refusals held here see them late",
-			slog.Any("err", err))
-		return
-	}
-	// Refusals decided before the subscription may predate a resume that
-	// nobody heard: ask Redis whether their pauses still hold.
-	t.checkPauses(ctx)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		ln.Close()
-		return
-	}
-	l.ln, l.stopped = ln, make(chan struct{})
-	l.next(true)
-	l.loops.Add(1)
-	go t.hear(ln, l.stopped)
-}
-
-// hear applies what ln receives until the Transport no longer needs to
-// listen, or closes.
-func (t *Transport) hear(ln *quota.Listener, stopped <-chan struct{}) {
-	l := &t.listening
-	defer l.loops.Done()
-	defer ln.Close()
-	tick := time.NewTicker(listenCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case n, ok := <-ln.Notices():
-			if !ok {
-				l.mu.Lock()
-				if l.ln == ln {
-					l.ln = nil
-					l.next(false)
-				}
-				l.mu.Unlock()
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if n.Subscribed {
-				l.next(true) // notices told meanwhile were missed
-				t.checkPauses(ctx)
-			} else {
-				t.applyNotice(ctx, n)
-				if err := ln.Applied(ctx, n); err != nil {
-					t.log(ctx, slog.LevelDebug, "tollgate: could not acknowledge a pause or resume", slog.Any("err", err))
-				}
-			}
-			cancel()
-		case <-tick.C:
-			l.mu.Lock()
-			wanted := l.wanted
-			l.mu.Unlock()
-			needed := t.leases.live() || t.exhausted.live(t.now())
-			l.mu.Lock()
-			if !needed && l.users == 0 && l.wanted == wanted {
-				l.ln = nil
-				l.next(false)
-				l.mu.Unlock()
-				return
-			}
-			l.mu.Unlock()
-		case <-stopped:
-			return
-		}
-	}
-}
-
-// applyNotice makes a notice hold in this process: a pause ends the leases it
-// concerns and is remembered as a refusal of the scope buckets this
-// process knows; a resume forgets the refusals it concerns.
-func (t *Transport) applyNotice(ctx context.Context, n quota.Notice) {
+// apply makes a notice hold in this process.
+func (h *hearing) apply(ctx context.Context, n quota.Notice) {
 	if n.Resume {
-		t.exhausted.forget(func(scope, bucket string) bool { return n.Concerns(scope, bucket) })
+		h.refusals.Forget(func(k remember.Key) bool { return n.Concerns(k.Scope, k.Bucket) })
 		return
 	}
-	t.listening.nextIfLive() // a request that waited through it reads Redis, unless stopped here
-	now := t.now()
+	h.listening.NextIfLive() // a request that waited through it reads Redis, unless stopped here
+	now := h.clock.now()
 	until := now.Add(n.Left)
-	reads := &pauseReads{t: t, n: n, now: now}
-	t.stopWaiters(ctx, reads)
-	for _, k := range t.described.known() {
+	reads := &pauseReads{lim: h.limiter, n: n, now: now}
+	h.stopWaiters(ctx, reads)
+	for _, k := range h.described.known() {
 		switch {
 		case n.Concerns(k.scope, ""):
 			pw := reads.of(ctx, k.scope, "")
-			t.exhausted.note(k.scope, "", 0, pw.cause, pw.reason, until, now)
+			h.refusals.Note(remember.Key{Scope: k.scope}, pausedUntil(pw, until), now)
 		case n.Concerns(k.scope, k.bucket):
 			pw := reads.of(ctx, k.scope, k.bucket)
-			t.exhausted.note(k.scope, k.bucket, 0, pw.cause, pw.reason, until, now)
+			h.refusals.Note(remember.Key{Scope: k.scope, Bucket: k.bucket}, pausedUntil(pw, until), now)
 		}
 	}
-	t.leases.end(ctx, func(k leaseKey) bool { return n.Concerns(k.scope, k.bucket) })
+	h.leases.End(ctx, func(k lease.Key) bool { return n.Concerns(k.Scope, k.Bucket) })
 }
 
-// checkPauses forgets the pauses remembered that Redis no longer holds.
-func (t *Transport) checkPauses(ctx context.Context) {
-	for _, k := range t.exhausted.pauses(t.now()) {
-		scope, err := t.cfg.Limiter.PauseOf(ctx, k.scope, "")
+// pausedUntil is what the Transport remembers of a pause.
+func pausedUntil(pw *pausedWait, until time.Time) remember.Refusal {
+	return remember.Refusal{Until: until, Cause: uint8(pw.cause), Pause: true, Reason: pw.reason}
+}
+
+// resync forgets the pauses remembered that Redis no longer holds.
+func (h *hearing) resync(ctx context.Context) {
+	for _, k := range h.refusals.Pauses(h.clock.now()) {
+		scope, err := h.limiter.PauseOf(ctx, k.Scope, "")
 		if err != nil || !scope.Until.IsZero() {
 			continue
 		}
-		if k.bucket != "" {
-			if p, err := t.cfg.Limiter.PauseOf(ctx, k.scope, k.bucket); err != nil || !p.Until.IsZero() {
+		if k.Bucket != "" {
+			if p, err := h.limiter.PauseOf(ctx, k.Scope, k.Bucket); err != nil || !p.Until.IsZero() {
 				continue
 			}
 		}
-		t.exhausted.forget(func(scope, bucket string) bool { return scope == k.scope && bucket == k.bucket })
+		h.refusals.Forget(func(f remember.Key) bool { return f == k })
 	}
 }
 
-// deafen ends the subscription while Redis is down: it would only try to
-// connect again, nothing can be told meanwhile, and a Redis restarted may
-// not know the user yet. The next lease or remembered refusal after Redis
-// answers again listens anew, and reads the pauses then.
-func (t *Transport) deafen() {
-	l := &t.listening
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ln != nil {
-		close(l.stopped)
-		l.ln = nil
-		l.next(false)
+// stopWaiters gives back the holds of the requests waiting in what the
+// pause notice concerns, together, and wakes them to decide again: before
+// the notice is acknowledged, so that when the operator's command returns
+// no unit is held for them.
+func (h *hearing) stopWaiters(ctx context.Context, reads *pauseReads) {
+	taken := h.waiters.Take(reads.n)
+	if len(taken) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for w, bucket := range taken {
+		reads.of(ctx, w.Scope, bucket)
+		if w.Hold != nil {
+			wg.Go(func() { _ = w.Hold.Cancel(ctx) }) // concurrent: the limiter pipelines them
+		}
+	}
+	wg.Wait()
+	for w, bucket := range taken {
+		w.Stop(reads.of(ctx, w.Scope, bucket))
 	}
 }
 
-// stopListening ends the subscription for good: the Transport closes.
-func (t *Transport) stopListening() {
-	l := &t.listening
-	l.mu.Lock()
-	l.closed = true
-	if l.ln != nil {
-		close(l.stopped)
-		l.ln = nil
-		l.next(false)
-	}
-	l.mu.Unlock()
-	l.loops.Wait()
+// pauseReads reads, once each, the pauses a notice told, for the scope
+// buckets it concerns ("" for a whole scope's).
+type pauseReads struct {
+	lim *quota.Limiter
+	n   quota.Notice
+	now time.Time
+	m   map[scopeBucket]*pausedWait
 }
 
-// pauseReason cuts a reason to what a pause may carry, on a character's
-// boundary.
-func pauseReason(s string) string {
-	if len(s) <= quota.MaxReason {
-		return s
+// of returns the pause of bucket in scope the notice told. One whose
+// pause cannot be read takes the notice's word, as an operator's pause.
+func (r *pauseReads) of(ctx context.Context, scope, bucket string) *pausedWait {
+	k := scopeBucket{scope, bucket}
+	if pw := r.m[k]; pw != nil {
+		return pw
 	}
-	cut := quota.MaxReason
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	pw := &pausedWait{bucket: bucket, until: r.now.Add(r.n.Left), cause: PausedByOperator}
+	if p, err := r.lim.PauseOf(ctx, scope, bucket); err == nil && !p.Until.IsZero() {
+		pw.cause, pw.reason = pauseCause(p), p.Reason
 	}
-	return s[:cut]
+	if r.m == nil {
+		r.m = make(map[scopeBucket]*pausedWait)
+	}
+	r.m[k] = pw
+	return pw
 }

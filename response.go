@@ -7,60 +7,87 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/remember"
 )
 
-// read hands the response to the upstream reader. When it says the quota
-// is spent, every worker is paused (in Redis, or on the limiter that
-// decided) and the caller gets a *QuotaError instead of the response.
-// Otherwise the response goes to the caller, metered: its true cost is
-// settled and its slots given back when its body ends (settle.go).
-func (t *Transport) read(ctx context.Context, c *call, o outcome, resp *http.Response) (*http.Response, error) {
-	t.reconcile(ctx, c, o, resp.Header)
-	t.releaseSlots(ctx, o.gates) // what they waited to learn is known
-	v := t.upstream(resp, c.endpoint)
-	if !v.Spent {
-		return t.meter(ctx, c, o, resp), nil
+// An UpstreamPause reports that the upstream answered a request that its
+// quota is spent, so that every worker holds off: never a credential;
+// Scope is a pool's name or a hash.
+type UpstreamPause struct {
+	// Endpoint is the request's endpoint, e.g. "search.list".
+	Endpoint string
+	// Scope is the pool paused, e.g. "project-a".
+	Scope string
+	// Buckets are the buckets paused; none means the whole scope.
+	Buckets []string
+	// For is how long every worker holds off, e.g. 10s.
+	For time.Duration
+	// Reason is the upstream's reason (Verdict.Reason), e.g.
+	// "quotaExceeded", or else the response's status code, e.g. "429".
+	Reason string
+}
+
+// A PauseHook is called when the upstream's answer to a request paused
+// its scope or buckets, on the request's goroutine. Keep it quick, and
+// safe for concurrent use.
+type PauseHook func(ctx context.Context, p UpstreamPause)
+
+// verdicts is the reader of what the upstream says of its quota
+// (Config.ReadResponse, upstream.go). When it says the quota is spent,
+// every worker is paused (in Redis, on the limiter that decided, and in
+// this process's memory) and the caller gets a *QuotaError instead of the
+// response.
+type verdicts struct {
+	read     UpstreamFunc
+	refusals *remember.Refusals
+	gates    *gates
+	hooks    *hooks
+}
+
+// verdict passes the response on, unless the upstream says its quota is
+// spent.
+func (v *verdicts) verdict(ctx context.Context, r *request, resp *http.Response) (*http.Response, error) {
+	said := v.read(resp, r.endpoint)
+	if !said.Spent {
+		return resp, nil
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	resp.Body.Close()
-	t.releaseSlots(ctx, o.slots)
+	v.gates.release(ctx, r, heldSlots)
 
-	qe := &QuotaError{Endpoint: c.endpoint.Name, Scope: o.scope(c), Units: c.endpoint.Units(), RetryAfter: v.Pause, Cause: PausedByUpstream}
-	buckets := v.Buckets
+	bucket, buckets := "", said.Buckets
 	if len(buckets) == 0 {
 		buckets = []string{""}
 	} else {
-		qe.Bucket = buckets[0]
-		qe.Units = unitsOf(c.endpoint, buckets[0])
+		bucket = buckets[0]
 	}
-	said := strconv.Itoa(resp.StatusCode)
-	if v.Reason != "" {
-		said += " " + v.Reason
+	status := strconv.Itoa(resp.StatusCode)
+	if said.Reason != "" {
+		status += " " + said.Reason
 	}
-	qe.Reason = pauseReason("the upstream answered " + said + " to " + c.endpoint.Name)
-	now := t.now()
+	qe := r.refused(r.spending(), bucket, PausedByUpstream, said.Pause, pauseReason("the upstream answered "+status+" to "+r.endpoint.Name))
 	for _, b := range buckets {
-		t.exhausted.note(qe.Scope, b, 0, PausedByUpstream, qe.Reason, now.Add(v.Pause), now)
+		v.refusals.Note(remember.Key{Scope: qe.Scope, Bucket: b},
+			remember.Refusal{Until: r.now.Add(said.Pause), Cause: uint8(PausedByUpstream), Pause: true, Reason: qe.Reason}, r.now)
 	}
-	if o.by != nil && v.Pause > 0 {
+	if r.by != nil && said.Pause > 0 {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		for _, b := range buckets {
-			if _, err := o.by.lim.PauseUpstream(pctx, qe.Scope, b, v.Pause, qe.Reason); err != nil {
-				t.log(ctx, slog.LevelWarn, "tollgate: could not record the upstream's quota signal",
+			if _, err := r.by.lim.PauseUpstream(pctx, qe.Scope, b, said.Pause, qe.Reason); err != nil {
+				v.hooks.log(ctx, slog.LevelWarn, "tollgate: could not record the upstream's quota signal",
 					slog.String("scope", qe.Scope), slog.String("bucket", b), slog.Any("err", err))
 			}
 		}
 	}
-	t.log(ctx, slog.LevelWarn, "tollgate: upstream reports its quota spent",
+	v.hooks.log(ctx, slog.LevelWarn, "tollgate: upstream reports its quota spent",
 		slog.String("endpoint", qe.Endpoint), slog.String("scope", qe.Scope),
-		slog.Any("buckets", v.Buckets), slog.Duration("pause", v.Pause), slog.Int("status", resp.StatusCode))
-	if t.cfg.OnPause != nil {
-		reason := v.Reason
-		if reason == "" {
-			reason = strconv.Itoa(resp.StatusCode)
-		}
-		t.cfg.OnPause(ctx, UpstreamPause{Endpoint: qe.Endpoint, Scope: qe.Scope, Buckets: v.Buckets, For: v.Pause, Reason: reason})
+		slog.Any("buckets", said.Buckets), slog.Duration("pause", said.Pause), slog.Int("status", resp.StatusCode))
+	reason := said.Reason
+	if reason == "" {
+		reason = strconv.Itoa(resp.StatusCode)
 	}
+	v.hooks.paused(ctx, UpstreamPause{Endpoint: qe.Endpoint, Scope: qe.Scope, Buckets: said.Buckets, For: said.Pause, Reason: reason})
 	return nil, qe
 }

@@ -20,90 +20,79 @@ const maxLateHandoffs = 4
 // transport. Windows are lengthened by Transit and no more: a request
 // handed off later than Transit after its admission could reach the
 // upstream in one window with the calls admitted a window after it. Such
-// a request is decided again, its units given back as Cancel gives back a
-// call never made, and reported again; one late every time fails. A
-// request handed off in time costs a clock read.
-func (t *Transport) handoff(ctx context.Context, c *call, o outcome) (outcome, error) {
+// a request is decided again, what it holds given back (its units as
+// Cancel gives back a call never made), and reported again; one late
+// every time fails. A request handed off in time costs a clock read: the
+// wall clock's, as Transit is a deadline in real time, the upstream's.
+func (t *Transport) handoff(ctx context.Context, r *request) error {
 	for late := 0; ; late++ {
 		if t.beforeHandoff != nil {
 			t.beforeHandoff()
 		}
-		if o.res == nil || t.transit <= 0 {
-			return o, nil
+		if r.res == nil || t.limits.transit <= 0 {
+			return nil
 		}
-		after := time.Since(o.at)
-		if after <= t.transit {
-			return o, nil
+		after := time.Since(r.at)
+		if after <= t.limits.transit {
+			return nil
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		err := o.res.Cancel(cctx)
-		cancel()
-		t.releaseSlots(ctx, append(o.slots, o.gates...))
-		if err != nil {
-			t.log(ctx, slog.LevelWarn, "tollgate: could not give back a request handed off late; its units stay counted",
-				slog.String("endpoint", c.endpoint.Name), slog.Any("err", err))
+		if err := t.gates.release(ctx, r, heldAll); err != nil {
+			t.hooks.log(ctx, slog.LevelWarn, "tollgate: could not give back a request handed off late; its units stay counted",
+				slog.String("endpoint", r.endpoint.Name), slog.Any("err", err))
 		}
+		r.forget()
 		if late == maxLateHandoffs {
-			err = fmt.Errorf("tollgate: endpoint %q: reached the base transport %v after its admission, later than Transit (%v), %d times",
-				c.endpoint.Name, after.Round(time.Millisecond), t.transit, late+1)
-			t.report(ctx, c, outcome{}, err)
-			return outcome{}, err
+			err := fmt.Errorf("tollgate: endpoint %q: reached the base transport %v after its admission, later than Transit (%v), %d times",
+				r.endpoint.Name, after.Round(time.Millisecond), t.limits.transit, late+1)
+			t.hooks.decided(ctx, r, 0, err)
+			return err
 		}
-		t.log(ctx, slog.LevelWarn, "tollgate: a request reached the base transport later than Transit after its admission; deciding it again",
-			slog.String("endpoint", c.endpoint.Name), slog.Duration("after", after), slog.Duration("transit", t.transit))
-		start := t.now()
-		o, err = t.decide(ctx, c)
-		o.waited = t.now().Sub(start)
-		t.report(ctx, c, o, err)
-		if err != nil {
-			return o, err
+		t.hooks.log(ctx, slog.LevelWarn, "tollgate: a request reached the base transport later than Transit after its admission; deciding it again",
+			slog.String("endpoint", r.endpoint.Name), slog.Duration("after", after), slog.Duration("transit", t.limits.transit))
+		if err := t.decide(ctx, r); err != nil {
+			return err
 		}
 	}
 }
 
 // send sends an admitted request on its route's base, or the Transport's.
-// A request that provably never reached the upstream gets its units back.
+// A request that provably never reached the upstream gets its units back;
+// one that fails gives back what it holds.
 //
 // A reserved request goes out as a copy carrying a trace, to tell whether
 // it reached the upstream; a deep copy only when a route rewrites it. A
 // request spent from a lease goes as it is: a unit it loses to a failed
 // dial only makes the lease end sooner.
-func (t *Transport) send(c *call, o outcome) (*http.Response, error) {
+func (t *Transport) send(r *request) (*http.Response, error) {
 	var trace *sendTrace
-	out := c.req
-	if o.res != nil {
+	out := r.req
+	if r.res != nil {
 		trace = new(sendTrace)
-		out = c.req.WithContext(trace.attach(c.req.Context()))
+		out = r.req.WithContext(trace.attach(r.req.Context()))
 	}
 	base := t.base
-	if o.route != nil {
-		if o.route.Rewrite != nil {
-			out = c.req.Clone(out.Context())
-			o.route.Rewrite(out)
+	if r.route != nil {
+		if r.route.Rewrite != nil {
+			out = r.req.Clone(out.Context())
+			r.route.Rewrite(out)
 		}
-		if o.route.Base != nil {
-			base = o.route.Base
+		if r.route.Base != nil {
+			base = r.route.Base
 		}
 	}
 	resp, err := base.RoundTrip(out)
 	if err != nil {
+		ctx := r.req.Context()
+		what := heldSlots | heldGates
 		if trace != nil && trace.neverSent(err) {
-			t.refund(c, o)
+			what |= heldUnits
 		}
-		t.releaseSlots(c.req.Context(), append(o.slots, o.gates...))
+		if err := t.gates.release(ctx, r, what); err != nil {
+			t.hooks.log(ctx, slog.LevelWarn, "tollgate: could not refund a request that was never sent",
+				slog.String("endpoint", r.endpoint.Name), slog.Any("err", err))
+		}
 	}
 	return resp, err
-}
-
-// refund gives back the units of a request that never reached the upstream.
-func (t *Transport) refund(c *call, o outcome) {
-	ctx := c.req.Context()
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if err := o.res.Cancel(cctx); err != nil {
-		t.log(ctx, slog.LevelWarn, "tollgate: could not refund a request that was never sent",
-			slog.String("endpoint", c.endpoint.Name), slog.Any("err", err))
-	}
 }
 
 // sendTrace watches a request go out, to tell a request that provably never

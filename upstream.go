@@ -48,6 +48,7 @@ func DefaultUpstream(resp *http.Response, _ costs.Endpoint) Verdict {
 	if resp.StatusCode != http.StatusTooManyRequests {
 		return Verdict{}
 	}
+	// The wall clock: an HTTP date in Retry-After is the upstream's.
 	d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if !ok {
 		d = defaultPause

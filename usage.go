@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tollgate/tollgate/internal/remember"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -24,7 +25,7 @@ type usageReads struct{ group singleflight.Group }
 // less the reserve, its window lengthened by Transit. Concurrent calls for one scope and
 // bucket share one read.
 func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	limits, err := t.bucketLimits(scope, bucket)
+	limits, err := bucketLimits(t.limits, t.redis, scope, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Us
 // beyond the bucket's smallest limit count as that limit: the window is
 // full either way.
 func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	limits, err := t.bucketLimits(scope, bucket)
+	limits, err := bucketLimits(t.limits, t.redis, scope, bucket)
 	if err != nil {
 		return err
 	}
@@ -90,18 +91,18 @@ func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Dura
 	if err != nil {
 		return err
 	}
-	now := t.now()
-	t.exhausted.note(scope, bucket, 0, pauseCause(p), p.Reason, now.Add(d), now)
+	now := t.clock.now()
+	t.refusals.Note(remember.Key{Scope: scope, Bucket: bucket}, remember.Refusal{Until: now.Add(d), Cause: uint8(pauseCause(p)), Pause: true, Reason: p.Reason}, now)
 	return nil
 }
 
 // bucketLimits returns the limits the Transport enforces for bucket in
 // scope: what announcements taught included, a limit still to be learned
 // left out.
-func (t *Transport) bucketLimits(scope, bucket string) ([]quota.Limit, error) {
-	if _, ok := t.redis.limits[bucket]; !ok {
+func bucketLimits(a *limits, d *decider, scope, bucket string) ([]quota.Limit, error) {
+	if _, ok := d.limits[bucket]; !ok {
 		return nil, fmt.Errorf("tollgate: bucket %q is not one the cost table charges", bucket)
 	}
-	limits, _ := t.announcedLimits(&t.redis, nil, scope, bucket)
+	limits, _ := a.of(d, scope, bucket, false)
 	return limits, nil
 }

@@ -1,0 +1,165 @@
+package tollgate
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// Config is what a Transport is built from. The zero value of every field
+// but Limiter, Costs and Buckets means a documented default.
+type Config struct {
+	// Base sends the requests that are admitted. nil means
+	// http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Limiter keeps the quota in Redis. Required. Every process sharing a
+	// quota gives it a client of the same Redis.
+	Limiter *quota.Limiter
+
+	// Costs maps each request to its endpoint and charges. Required.
+	Costs *costs.Table
+
+	// Buckets holds the limits of every bucket Costs charges, by name.
+	Buckets map[string]Bucket
+
+	// Scope names the quota pool of a request. nil puts every request in
+	// DefaultScope.
+	Scope ScopeFunc
+
+	// Policy chooses what happens to an endpoint's requests when the quota
+	// has no room, and while Redis is down. nil means the zero Policy
+	// (wait up to DefaultMaxWait, fail closed) for every endpoint.
+	Policy PolicyFunc
+
+	// Routes are tried in order by endpoints whose policy is Failover.
+	Routes []Route
+
+	// Lease, when set, makes the requests of the scopes and buckets it
+	// chooses spend from leases taken in Redis a block at a time, instead
+	// of asking Redis call by call: for hot scopes. Requests that charge
+	// several buckets still ask call by call.
+	Lease LeaseFunc
+
+	// Transit is the longest a request may take from its admission to its
+	// arrival upstream: waking from its wait, the trip, the upstream's own
+	// queue. Sliding and fixed windows are lengthened by it, so that a
+	// request sent late never lands in an upstream window together with
+	// the calls admitted a window after it. A request that reaches the
+	// base transport later than Transit after its admission (a loaded
+	// machine, a slow hook) is decided again, its first admission given
+	// back, rather than sent late. 0 means DefaultTransit; a negative
+	// value, none (and no such check). Processes sharing a quota must
+	// agree on it, as on the limits.
+	Transit time.Duration
+
+	// LocalLimiter is the limiter of the FailLocal outage mode: one that this
+	// process alone uses, such as quota.New on an in-process Redis
+	// (package quota/embedded). The Transport never closes it. Required,
+	// with LocalShare, by policies that use FailLocal.
+	LocalLimiter *quota.Limiter
+
+	// LocalShare is the share of every limit the FailLocal outage mode
+	// lets this process spend while Redis is down, e.g. 0.125 for one of
+	// eight instances.
+	LocalShare float64
+
+	// BackgroundShare is the share of each limit, after the reserve, that
+	// background requests (see Policy.Priority) may spend; interactive
+	// requests may spend all of it. 0 means 0.8.
+	BackgroundShare float64
+
+	// ReadResponse reads every response for what it says about the quota. nil
+	// means DefaultUpstream (a 429 pauses the scope for its Retry-After).
+	ReadResponse UpstreamFunc
+
+	// OnDecision, when set, is called once per request with the decision,
+	// and again with each new decision of a request decided again because
+	// it reached the base transport later than Transit after its admission.
+	OnDecision DecisionHook
+
+	// OnWait, when set, is called when a request takes a hold and is about
+	// to sleep until its turn: the Decision's At is when the turn comes.
+	// OnDecision follows when the wait ends.
+	OnWait DecisionHook
+
+	// OnWaitEnd, when set, is called when a wait that OnWait reported
+	// ends, once per OnWait: the Decision's Waited is how long it waited,
+	// Admitted whether its turn came, and Err, when it did not, why
+	// (a *QuotaError when MaxWait passed, the context's error when the
+	// caller gave up). A request decided again, because an announcement
+	// changed its bucket's limit or a pause reached it while it waited, or
+	// because it reached Base later than Transit after its admission, may
+	// wait more than once.
+	OnWaitEnd DecisionHook
+
+	// OnSettle, when set, is called when a response tells a request's true
+	// cost (costs.Rule.Settle): the Decision's Charges are what the request
+	// now counts, and its Err says why an estimate was kept instead.
+	OnSettle DecisionHook
+
+	// OnReconcile, when set, is called when a response's announcement of
+	// a bucket's quota (Bucket.Follows) changed the shared count, taught
+	// a limit, or paused the bucket.
+	OnReconcile ReconcileHook
+
+	// OnSwitch, when set, is called on every switch between Redis and the
+	// outage modes.
+	OnSwitch SwitchHook
+
+	// OnSlot, when set, is called when a request takes a slot of a
+	// bucket's cap on requests in flight, and when it gives it back.
+	OnSlot SlotHook
+
+	// OnPause, when set, is called when a response says the upstream's
+	// quota is spent (see Upstream) and the scope or its buckets pause.
+	OnPause PauseHook
+
+	// Logger, when set, receives a record per refusal (Info), per switch,
+	// per upstream quota signal and per request handed to Base later than
+	// Transit after its admission (Warn), and per admission (Debug).
+	Logger *slog.Logger
+}
+
+// checkPolicies asks the PolicyFunc for the policy of every rule in the
+// cost table and checks that each can be followed (local: with a FailLocal
+// limiter).
+func checkPolicies(cfg *Config, local bool) error {
+	if cfg.Policy == nil {
+		return nil
+	}
+	spec := cfg.Costs.Spec()
+	rules := spec.Rules
+	if spec.Default != nil {
+		rules = append(rules, *spec.Default)
+	}
+	for _, r := range rules {
+		e := costs.Endpoint{Name: r.Endpoint, Charges: r.Charges, Free: r.Free || r.Continues, Continues: r.Continues, Settle: r.Settle}
+		if err := checkPolicy(cfg.Policy(e), len(cfg.Routes) > 0, local); err != nil {
+			return configErrorf("endpoint %q: %v", r.Endpoint, err)
+		}
+	}
+	return nil
+}
+
+// checkPolicy reports why a Transport with routes or not, and a FailLocal
+// limiter or not, cannot follow p.
+func checkPolicy(p Policy, routes, local bool) error {
+	switch {
+	case p.OnRefusal < WaitTurn || p.OnRefusal > Failover:
+		return errors.New("unknown OnRefusal action " + p.OnRefusal.String())
+	case p.AfterFailover != WaitTurn && p.AfterFailover != Refuse:
+		return errors.New("AfterFailover must be WaitTurn or Refuse, not " + p.AfterFailover.String())
+	case p.OnRefusal == Failover && !routes:
+		return errors.New("the policy fails over, but Config.Routes is empty")
+	case p.OnOutage < FailClosed || p.OnOutage > FailLocal:
+		return errors.New("unknown OnOutage mode " + p.OnOutage.String())
+	case p.OnOutage == FailLocal && !local:
+		return errors.New("the policy uses the FailLocal outage mode, but Config.LocalLimiter and LocalShare are not set")
+	}
+	return nil
+}

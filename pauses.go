@@ -1,0 +1,100 @@
+package tollgate
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tollgate/tollgate/quota"
+)
+
+// Pauses reach the requests that wait. A request waiting for its hold's
+// turn, or for a slot of a cap, was decided before the pause: left alone,
+// it would be sent when its turn came, into the wall. So while it waits,
+// the Transport listens (internal/notices, notices.go), and a pause told
+// for its scope or one of its buckets, by this process or another, gives
+// its hold or its place back at once and decides it again, as a request
+// arriving during the pause: refused with the pause's cause and reason
+// when the pause ends after its MaxWait or its context's deadline,
+// otherwise dated after the pause. When the Transport could not listen
+// throughout the wait (the subscription broke, or was made after the hold
+// was taken), the request reads the pauses in Redis before it is sent: one
+// round trip, for requests that waited only.
+
+// pausedWait is the cause that ends a wait a pause reached: the pause, as
+// the refusal it makes for a request that cannot wait it out.
+type pausedWait struct {
+	bucket string // "" for the whole scope
+	until  time.Time
+	cause  Cause
+	reason string
+}
+
+func (p *pausedWait) Error() string {
+	return "tollgate: a pause (" + p.cause.String() + ") reached a waiting request"
+}
+
+// pausedBy returns the pause that ended a wait with err, or nil.
+func pausedBy(err error) *pausedWait {
+	pw, _ := err.(*pausedWait)
+	return pw
+}
+
+// refusal is the *QuotaError of a request the pause stops.
+func (p *pausedWait) refusal(r *request) *QuotaError {
+	// The wall clock: the wait the pause ends is bounded by a context's
+	// deadline, and the pause's end is an instant Redis told.
+	return r.refused(r.scope, p.bucket, p.cause, max(time.Until(p.until), 0), p.reason)
+}
+
+// pauseCause is the cause of refusals during p.
+func pauseCause(p quota.Paused) Cause {
+	if p.Upstream {
+		return PausedByUpstream
+	}
+	return PausedByOperator
+}
+
+// pauseAfterWait reads, when the Transport may have missed a notice while
+// the request waited, whether a pause now stops it (one round trip).
+// heard is what the Transport heard before the wait began.
+func (p *decision) pauseAfterWait(ctx context.Context, r *request, heard uint64) *pausedWait {
+	if heard != 0 && p.listening.Heard() == heard {
+		return nil // listening throughout: a pause would have stopped the wait
+	}
+	buckets := make([]string, 0, len(r.endpoint.Charges)+1)
+	buckets = append(buckets, "")
+	for _, ch := range r.endpoint.Charges {
+		buckets = append(buckets, ch.Bucket)
+	}
+	bucket, pz, err := p.limiter.PauseAmong(ctx, r.scope, buckets...)
+	if err != nil || pz.Until.IsZero() {
+		return nil // Redis decided this request; what it cannot say now, it could not stop
+	}
+	return &pausedWait{bucket: bucket, until: pz.Until, cause: pauseCause(pz), reason: pz.Reason}
+}
+
+// sitOut decides what a pause that reached a waiting request makes of it:
+// a refusal when the request is free (free requests honour the pauses
+// this process knows of), or when the pause ends after the wait's
+// deadline; nil when it may decide again.
+func sitOut(wctx context.Context, r *request, pw *pausedWait) error {
+	deadline, bounded := wctx.Deadline()
+	if !r.endpoint.Free && (!bounded || !pw.until.After(deadline)) {
+		return nil
+	}
+	return pw.refusal(r)
+}
+
+// pauseReason cuts a reason to what a pause may carry, on a character's
+// boundary.
+func pauseReason(s string) string {
+	if len(s) <= quota.MaxReason {
+		return s
+	}
+	cut := quota.MaxReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

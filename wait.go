@@ -1,0 +1,272 @@
+package tollgate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/learn"
+	"github.com/tollgate/tollgate/internal/notices"
+	"github.com/tollgate/tollgate/quota"
+)
+
+// maxRedecisions bounds how often a waiting request is decided again
+// because announcements kept changing its buckets' limits; maxPauses, how
+// often because pauses reached it.
+const (
+	maxRedecisions = 4
+	maxPauses      = 8
+)
+
+// waitTurn waits for the request's gates and slots, then takes a hold in
+// its own scope and sleeps until it is due. Its waits end within the
+// policy's MaxWait and the context's deadline: a slot or hold that would
+// come later is refused (or given back) at once. The decisions' own round
+// trips are bounded by the context alone: a request with room now is
+// admitted however short its MaxWait. A pause that reaches it while it
+// waits, or an announcement that changes its bucket's limit, gives back
+// what it holds and decides it again.
+func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
+	wctx := ctx
+	if limit := r.policy.waitLimit(); limit >= 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	maxWait := func() time.Duration { // 0: only what is free now
+		if deadline, bounded := wctx.Deadline(); bounded {
+			return max(time.Until(deadline), 0) // the wall clock: a context's deadline
+		}
+		return -1
+	}
+	refused := func(err error) error {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return r.refused(r.scope, "", CapFull, 0, "")
+		}
+		return err
+	}
+	for redecided, paused := 0, 0; ; {
+		if err := p.gates.learning(ctx, d, r, r.scope, maxWait()); err != nil {
+			return refused(err)
+		}
+		waited, err := p.waitSlots(ctx, wctx, d, r, maxWait())
+		if err == nil && waited != nil && (r.endpoint.Free || len(r.endpoint.Charges) == 0) {
+			if pw := p.pauseAfterWait(ctx, r, *waited); pw != nil {
+				err = pw
+			}
+		}
+		if err != nil {
+			p.gates.release(ctx, r, heldAll)
+			if pw := pausedBy(err); pw != nil {
+				if paused == maxPauses {
+					return pw.refusal(r)
+				}
+				if err := sitOut(wctx, r, pw); err != nil {
+					return err
+				}
+				paused++
+				continue
+			}
+			return refused(err)
+		}
+		charges := p.limits.charges(d, r, r.scope)
+		if len(charges) == 0 {
+			return nil
+		}
+		learned := p.learnedGen(r)
+		if err := p.waitUnits(ctx, wctx, d, r, charges); err != nil {
+			p.gates.release(ctx, r, heldAll)
+			if pw := pausedBy(err); pw != nil {
+				// A pause reached the hold: it was given back, and the
+				// request decides again, as one arriving now would.
+				if paused < maxPauses {
+					if err := sitOut(wctx, r, pw); err != nil {
+						return err
+					}
+					paused++
+					continue
+				}
+				err = pw.refusal(r)
+			}
+			if errors.Is(err, learn.ErrChanged) && redecided < maxRedecisions {
+				redecided++
+				continue
+			}
+			if errors.Is(err, learn.ErrChanged) {
+				err = r.refused(r.scope, "", noRoom(d), 0, "")
+			}
+			return err
+		}
+		if redecided == maxRedecisions || !p.outdated(r, learned) {
+			return nil
+		}
+		redecided++
+		// An announcement changed the bucket's limit or window while the
+		// hold waited: decide again, under what it said.
+		p.gates.release(ctx, r, heldAll)
+	}
+}
+
+// waitSlots takes the request's slots, now if they are free; otherwise it
+// waits for them, where pauses reach it, up to maxWait. When it waited,
+// waited holds what the Transport heard before (for pauseAfterWait); a
+// pause that reached it is returned as its error.
+func (p *decision) waitSlots(ctx, wctx context.Context, d *decider, r *request, maxWait time.Duration) (waited *uint64, err error) {
+	err = p.gates.slots(ctx, d, r, r.scope, 0) // on ctx: the round trip is not the wait
+	if err == nil {
+		return nil, nil
+	}
+	if qe, ok := err.(*QuotaError); !ok || qe.Cause != CapFull {
+		return nil, err
+	}
+	heard := p.listening.Heard()
+	sctx, stop := context.WithCancelCause(wctx)
+	defer stop(nil)
+	var w *notices.Waiter
+	if !d.local {
+		w = &notices.Waiter{Scope: r.scope, Buckets: bucketsOf(r), Stop: stop}
+		p.waiters.Add(w)
+		p.listening.Listen(ctx)
+		defer p.listening.Unlisten()
+	}
+	err = p.gates.slots(sctx, d, r, r.scope, maxWait)
+	if w != nil && !p.waiters.Remove(w) {
+		<-sctx.Done() // a pause took the waiter, and is about to stop it
+	}
+	if pw := pausedBy(context.Cause(sctx)); pw != nil {
+		p.gates.release(ctx, r, heldSlots)
+		return nil, pw
+	}
+	return &heard, err
+}
+
+// bucketsOf returns the buckets the request charges.
+func bucketsOf(r *request) []string {
+	out := make([]string, len(r.endpoint.Charges))
+	for i, ch := range r.endpoint.Charges {
+		out[i] = ch.Bucket
+	}
+	return out
+}
+
+// waitUnits takes a hold for the request's units and sleeps until it is
+// due, within wctx's deadline.
+func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, charges []quota.Charge) error {
+	maxWait := time.Duration(-1)
+	deadline, bounded := wctx.Deadline()
+	if bounded {
+		maxWait = max(time.Until(deadline), 0) // the wall clock: a context's deadline
+	}
+	heard := p.listening.Heard()
+	// On ctx: MaxWait bounds the wait for a turn, not the decision's round trip.
+	res, err := d.lim.Reserve(ctx, r.scope, maxWait, charges...)
+	if err != nil {
+		return limiterError(d, r, r.scope, err)
+	}
+	if !res.OK() {
+		return p.refusal(ctx, d, r, r.scope, res)
+	}
+	r.res, r.at = res, time.Now().Add(res.Delay()) // the wall clock: Transit's deadline (send.go)
+	if bounded && r.at.After(deadline) && (res.Delay() > 0 || ctx.Err() != nil) {
+		// The round trip ate the time the hold needed: give it back now
+		// rather than sleep until the deadline to fail.
+		p.gates.release(ctx, r, heldUnits)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return r.refused(r.scope, "", noRoom(d), res.Delay(), "")
+	}
+	waits := res.Delay() > 0
+	start := p.clock.now()
+	if waits {
+		p.hooks.waits(ctx, r, waitStarts, detail{at: res.Time()})
+	}
+	hctx := wctx
+	var w *notices.Waiter // registered for pauses to reach
+	if waits {
+		var stop context.CancelCauseFunc
+		hctx, stop = context.WithCancelCause(wctx)
+		defer stop(nil)
+		if !d.local { // while Redis is down, nobody can tell a pause
+			w = &notices.Waiter{Scope: r.scope, Buckets: bucketsOf(r), Hold: res, Stop: stop}
+			p.waiters.Add(w)
+			p.listening.Listen(ctx)
+			defer p.listening.Unlisten()
+		}
+		if keys := p.announcedKeys(r); len(keys) > 0 {
+			p.holds.Add(keys, res, stop)
+			defer p.holds.Remove(keys, res)
+		}
+	}
+	err = res.Wait(hctx)
+	if w != nil && !p.waiters.Remove(w) {
+		// A pause took the waiter as its turn came: its hold is being
+		// given back, and it is about to be stopped.
+		<-hctx.Done()
+		err = context.Cause(hctx)
+	}
+	if err == nil && waits && !d.local {
+		if pw := p.pauseAfterWait(ctx, r, heard); pw != nil {
+			p.gates.release(ctx, r, heldUnits)
+			err = pw
+		}
+	}
+	if err != nil {
+		r.res = nil // the hold was given back
+		switch pw := pausedBy(context.Cause(hctx)); {
+		case errors.Is(context.Cause(hctx), learn.ErrChanged):
+			err = learn.ErrChanged
+		case pw != nil:
+			err = pw
+		case pausedBy(err) != nil:
+		case ctx.Err() == nil:
+			err = r.refused(r.scope, "", noRoom(d), time.Until(deadline), "") // the wall clock: a context's deadline
+		}
+	}
+	if waits {
+		p.hooks.waits(ctx, r, waitEnds, detail{at: res.Time(), waited: p.clock.now().Sub(start), err: err})
+	}
+	return err
+}
+
+// learnedGen returns the generation of what is learned of each announced
+// bucket the request charges, in its scope.
+func (p *decision) learnedGen(r *request) []uint64 {
+	if len(p.limits.announced) == 0 {
+		return nil
+	}
+	gens := make([]uint64, len(r.endpoint.Charges))
+	for i, ch := range r.endpoint.Charges {
+		if _, ok := p.limits.announced[ch.Bucket]; ok {
+			gens[i] = p.limits.learned.Get(learn.Key{Scope: r.scope, Bucket: ch.Bucket}).Gen
+		}
+	}
+	return gens
+}
+
+// outdated reports whether a request decided when its buckets were at
+// generations gens must be decided again: an announcement changed a
+// bucket's limit or window since.
+func (p *decision) outdated(r *request, gens []uint64) bool {
+	for i, ch := range r.endpoint.Charges {
+		if _, ok := p.limits.announced[ch.Bucket]; !ok {
+			continue
+		}
+		if p.limits.learned.Get(learn.Key{Scope: r.scope, Bucket: ch.Bucket}).Gen != gens[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// announcedKeys returns the announced buckets a request charges, in its
+// scope.
+func (p *decision) announcedKeys(r *request) []learn.Key {
+	var keys []learn.Key
+	for _, ch := range r.endpoint.Charges {
+		if _, ok := p.limits.announced[ch.Bucket]; ok {
+			keys = append(keys, learn.Key{Scope: r.scope, Bucket: ch.Bucket})
+		}
+	}
+	return keys
+}
