@@ -49,10 +49,17 @@ local function prepare(limits, read, nread, now)
     end
     if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
   end
-  local by = 0
+  local by, pz = 0, 0
   for i = n + 1, nread do
     local u = pause_end(KEYS[i], read[i])
     if u and u > t0 then t0, by = u, -(i - n) end
+    if u and u > now and u > pz then pz = u end
+  end
+  -- The metas' pause field: the pauses in force (the most of them, for
+  -- every window: never less than its own), or 0 once none is, which
+  -- lets fast.lua decide again after a resume.
+  for _, L in ipairs(limits) do
+    if L.pz ~= pz and (pz > 0 or L.pz > now) then L.pz, L.dirty = pz, true end
   end
   return t0, by
 end

@@ -9,7 +9,7 @@ import (
 const DefaultPrefix = "tollgate:"
 
 // format is the Redis format this package reads and writes (see below).
-const format = 2
+const format = 3
 
 // Key layout of Redis format 2, for a scope S, a bucket B and a window w
 // (see log.lua):

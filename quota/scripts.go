@@ -9,6 +9,10 @@ import _ "embed"
 var (
 	//go:embed clock.lua
 	clockPart string // clock(): the decision's instant
+	//go:embed binary.lua
+	binaryPart string // a meta's fixed-width fields, packed and unpacked
+	//go:embed reach.lua
+	reachPart string // reach(): a pause written into the metas it stops
 	//go:embed log.lua
 	logPart string // the weighted sliding log: load, trim, fit, append, save
 	//go:embed fast.lua
@@ -46,30 +50,30 @@ var (
 var (
 	// reserveScript decides a call: fast.lua takes the common case before
 	// the log code is even defined; reserve.lua every other.
-	reserveScript = newScript(fastPart + logPart + decidePart + reservePart)
+	reserveScript = newScript(binaryPart + fastPart + logPart + decidePart + reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
-	backgroundScript = newScript(clockPart + logPart + decidePart + roomPart + backgroundPart)
+	backgroundScript = newScript(clockPart + binaryPart + logPart + decidePart + roomPart + backgroundPart)
 	// recordScript writes units spent without a decision.
-	recordScript = newScript(clockPart + logPart + recordPart)
+	recordScript = newScript(clockPart + binaryPart + logPart + recordPart)
 	// cancelScript gives a reservation's units back.
-	cancelScript = newScript(clockPart + logPart + cancelPart)
+	cancelScript = newScript(clockPart + binaryPart + logPart + cancelPart)
 	// settleScript replaces a reservation's units with its true cost.
-	settleScript = newScript(clockPart + logPart + settlePart)
+	settleScript = newScript(clockPart + binaryPart + logPart + settlePart)
 	// leaseScript takes and ends leases.
-	leaseScript = newScript(clockPart + logPart + leasePart)
+	leaseScript = newScript(clockPart + binaryPart + logPart + leasePart)
 	// usageScript reads one limit's usage.
-	usageScript = newScript(clockPart + logPart + usagePart)
+	usageScript = newScript(clockPart + binaryPart + logPart + usagePart)
 	// slotsScript takes, releases and renews slots of a concurrency cap.
 	slotsScript = newScript(clockPart + roomPart + slotsPart)
 	// announceScript records what an upstream announced was spent.
-	announceScript = newScript(clockPart + logPart + announcePart)
-	// pauseScript sets a pause; it needs only the clock.
-	pauseScript = newScript(clockPart + pausePart)
+	announceScript = newScript(clockPart + binaryPart + logPart + announcePart)
+	// pauseScript sets a pause, and writes it into the metas it stops.
+	pauseScript = newScript(clockPart + binaryPart + reachPart + pausePart)
 	// controlScript pauses for a reason, or resumes, and tells every
 	// process listening.
-	controlScript = newScript(clockPart + controlPart)
+	controlScript = newScript(clockPart + binaryPart + reachPart + controlPart)
 	// inspectScript reads what is under way in a bucket: leases, slots,
 	// waiters.
-	inspectScript = newScript(clockPart + logPart + inspectPart)
+	inspectScript = newScript(clockPart + binaryPart + logPart + inspectPart)
 )
