@@ -12,8 +12,8 @@ import (
 // metaFields is a window's meta of this format, as log.lua writes it.
 type metaFields struct {
 	until, end, sum, units, at, head, exp, origin, slice, pause int64
-	closed                                                     [][2]int64 // instant and units of each closed slice
-	rest                                                       string     // the leases and records
+	closed                                                      [][2]int64 // instant and units of each closed slice
+	rest                                                        string     // the leases and records
 }
 
 // readMeta reads a meta of this format: "#3:", ten big-endian 8-byte
