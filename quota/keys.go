@@ -15,6 +15,9 @@ const format = 3
 // (see log.lua):
 //
 //	<prefix>{S}:B:w:log    the closed slices: a list of "<µs>:<units>" entries, oldest first
+//	<prefix>{S}:B:r<period>:tat   a token bucket's state (format 3 on; see bucket.lua): "#3r:" then
+//	                       five big-endian 8-byte integers. A key kind older processes never read:
+//	                       their tools skip it (no ":log", ":meta" or ":sum" suffix)
 //	<prefix>{S}:B:w:meta   "#2:<until µs>:<open slice's end µs>:<sum>:<open slice's units>:<its latest µs>:<head µs>:<expiry µs>:<origin µs>:<slice µs>",
 //	                       then ";<id>=<end µs>:<units>" per lease
 //	<prefix>{S}:B:pause    the instant (µs) bucket B may spend again, while paused
@@ -88,9 +91,14 @@ func (l *Limiter) scopeKey(scope string) string {
 	return l.prefix + "{" + keyPart(scope) + "}:"
 }
 
-// windowKeys returns the log, meta and sum keys of one bucket's window in a scope.
+// windowKeys returns the log and meta keys of one bucket's window in a
+// scope. A token bucket has one key, its state (see bucket.lua), named
+// for both.
 func windowKeys(scopeKey, bucket string, lim Limit) (log, meta string) {
 	base := scopeKey + keyPart(bucket) + ":" + lim.windowKey()
+	if lim.refilling() {
+		return base + ":tat", base + ":tat"
+	}
 	return base + ":log", base + ":meta"
 }
 

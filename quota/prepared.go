@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"strconv"
 	"sync"
 	"time"
 )
@@ -54,6 +55,10 @@ func (l *Limiter) window(scope, bucket string, lim Limit) *window {
 	}
 	if !lim.Calendar {
 		w.length = lim.Window.Microseconds() // sliding, or fixed with no end known
+	}
+	if lim.refilling() {
+		// A token bucket's span: its period and refill (bucket.lua).
+		w.length = "r" + strconv.FormatInt(lim.Window.Microseconds(), 10) + ":" + strconv.FormatInt(lim.Refill, 10)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

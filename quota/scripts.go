@@ -45,29 +45,46 @@ var (
 	controlPart string
 	//go:embed inspect.lua
 	inspectPart string
+
+	// Token buckets (quota.TokenBucket): bucket.lua decides one;
+	// bucketlog.lua makes every script that takes log.lua take a bucket as
+	// one more limit; bucketfast.lua takes the common decision on a bucket
+	// alone, before fast.lua.
+	//go:embed bucket.lua
+	bucketPart string
+	//go:embed bucketlog.lua
+	bucketLogPart string
+	//go:embed bucketfast.lua
+	bucketFastPart string
+	//go:embed bucketusage.lua
+	bucketUsagePart string
 )
+
+// logParts is log.lua with the token buckets in: what every script that
+// takes the weighted log takes (binary.lua before it).
+var logParts = bucketPart + logPart + bucketLogPart
 
 var (
 	// reserveScript decides a call: fast.lua takes the common case before
 	// the log code is even defined; reserve.lua every other.
-	reserveScript = newScript(binaryPart + fastPart + logPart + decidePart + reservePart)
+	reserveScript = newScript(binaryPart + bucketPart + bucketFastPart + fastPart + logPart + bucketLogPart + decidePart + reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
-	backgroundScript = newScript(clockPart + binaryPart + logPart + decidePart + roomPart + backgroundPart)
+	backgroundScript = newScript(clockPart + binaryPart + logParts + decidePart + roomPart + backgroundPart)
 	// recordScript writes units spent without a decision.
-	recordScript = newScript(clockPart + binaryPart + logPart + recordPart)
+	recordScript = newScript(clockPart + binaryPart + logParts + recordPart)
 	// cancelScript gives a reservation's units back.
-	cancelScript = newScript(clockPart + binaryPart + logPart + cancelPart)
+	cancelScript = newScript(clockPart + binaryPart + logParts + cancelPart)
 	// settleScript replaces a reservation's units with its true cost.
-	settleScript = newScript(clockPart + binaryPart + logPart + settlePart)
+	settleScript = newScript(clockPart + binaryPart + logParts + settlePart)
 	// leaseScript takes and ends leases.
-	leaseScript = newScript(clockPart + binaryPart + logPart + leasePart)
+	leaseScript = newScript(clockPart + binaryPart + logParts + leasePart)
 	// usageScript reads one limit's usage.
-	usageScript = newScript(clockPart + binaryPart + logPart + usagePart)
+	usageScript = newScript(clockPart + binaryPart + logParts + usagePart)
 	// slotsScript takes, releases and renews slots of a concurrency cap.
 	slotsScript = newScript(clockPart + roomPart + slotsPart)
 	// announceScript records what an upstream announced was spent.
-	announceScript = newScript(clockPart + binaryPart + logPart + announcePart)
+	announceScript = newScript(clockPart + binaryPart + logParts + announcePart)
 	// pauseScript sets a pause, and writes it into the metas it stops.
 	pauseScript = newScript(clockPart + binaryPart + reachPart + pausePart)
 	// controlScript pauses for a reason, or resumes, and tells every
@@ -75,5 +92,7 @@ var (
 	controlScript = newScript(clockPart + binaryPart + reachPart + controlPart)
 	// inspectScript reads what is under way in a bucket: leases, slots,
 	// waiters.
-	inspectScript = newScript(clockPart + binaryPart + logPart + inspectPart)
+	inspectScript = newScript(clockPart + binaryPart + logParts + inspectPart)
+	// bucketUsageScript reads one token bucket's level.
+	bucketUsageScript = newScript(clockPart + binaryPart + bucketPart + bucketUsagePart)
 )
