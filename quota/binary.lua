@@ -2,20 +2,25 @@
 -- they hold), packed and unpacked in one C call each by the struct library
 -- that Redis's Lua carries.
 --
--- Provides: spack(fmt, ...), sunpack(fmt, s, pos), META, HEAD (the
--- header's length, its "#3:" included), PZ (where the pause field
--- starts), BUFFER (the most closed slices a meta holds), ENTRY.
+-- Provides: spack(fmt, ...), sunpack(fmt, s, pos), META (the meta's
+-- fields), HEAD (their length, "#3:" included), PZ (where the pause field
+-- starts), BUFFER (the most closed slices a meta holds, and how many one
+-- push takes to the log), ENTRY (an entry of the log, and a closed slice).
 -- Needs: nothing; it comes first, or after clock.lua.
 --
 -- Every field is a big-endian 8-byte integer ("i8"; Lua's doubles hold
 -- them exactly up to 2^53) but the count of closed slices ("B", a byte).
+-- An entry is an instant and units, as the meta's first two fields (the
+-- open slice's latest call and units) are: closing the open slice copies
+-- their 16 bytes, and a push copies the closed slices' bytes, with no
+-- number made a string.
 -- Lua without the struct library (miniredis, the embedded Redis) gets the
 -- same encoding written in Lua, for exactly these formats.
 
-local META = '>i8i8i8i8i8i8i8i8i8i8B'
+local META = '>i8i8i8i8Bi8i8i8i8i8i8'
 local ENTRY = '>i8i8'
 local HEAD = 3 + 81 -- "#3:", ten fields of 8 bytes, one of 1
-local PZ = 3 + 72 + 1 -- the pause field
+local PZ = 3 + 33 + 8 + 1 -- the pause field, after at, units, sum, end, closed, until
 local BUFFER = 8
 
 local spack, sunpack

@@ -24,14 +24,17 @@
 --
 -- This path is what most decisions cost Redis, so it runs as few commands
 -- as a decision can (the clock, one read, one write per window) and
--- spares Lua its slow parts: the meta's fields are read and written by
--- struct.unpack and struct.pack, one C call each, and the caller's units
--- and room are the only strings made numbers. A meta of another Redis
+-- spares Lua its slow parts: the meta's fields are read by one
+-- struct.unpack and the changed ones written by one struct.pack (C calls),
+-- the rest copied as bytes; a closed slice and the reply are bytes of the
+-- meta, and the caller's units and room are the only strings made numbers
+-- (string.format and tostring cost a C sprintf each). A meta of another Redis
 -- format does not begin with "#3:" (keys.go), and takes the general path,
 -- which reads it exactly or refuses it; so does a clock before 2001
 -- (15-digit instants), which the tests use to run the general path alone.
--- The reply is one string, "<now>:<sum_1>:...:<sum_n>" with the sums
--- before this call, from which the caller works out what remains.
+-- The reply is one string of 8-byte big-endian integers, the instant and
+-- each window's sum before this call (copied from its meta), from which
+-- the caller works out what remains.
 
 local now
 if ARGV[1] == '' then
@@ -51,11 +54,11 @@ end
 
 local sub = string.sub
 
--- The common case holds for window i, whose meta m unpacked is til ...
--- pos: the meta is of this format, its window needs no care now, no pause
--- reaches it, and its limit has room.
-local function holds(i, m, til, sum, pz, nb, pos)
-  return now < til and now >= pz and nb < BUFFER and #m >= pos + 16 * nb - 1 and
+-- The common case holds for window i, whose meta m holds until, sum,
+-- pause and closed slices nb: the meta is of this format, its window
+-- needs no care now, no pause reaches it, and its limit has room.
+local function holds(i, m, til, sum, pz, nb)
+  return now < til and now >= pz and nb < BUFFER and #m >= HEAD + 16 * nb and
     sum <= tonumber(ARGV[3 * i + 2])
 end
 
@@ -67,54 +70,54 @@ for i = 1, n do
     break
   end
   if n > 1 then -- one window is checked as it is written, below
-    local til, _, sum, _, _, _, _, _, _, pz, nb, pos = sunpack(META, m, 4)
-    if not holds(i, m, til, sum, pz, nb, pos) then
+    local _, _, sum, _, nb, til, pz = sunpack(META, m, 4)
+    if not holds(i, m, til, sum, pz, nb) then
       fast = false
       break
     end
   end
 end
 if fast then
-  local reply = string.format('%d', now)
+  local reply = spack('>i8', now)
   for i = 1, n do
     local m = read[i]
-    local til, en, sum, ou, ot, hd, ex, og, sl, pz, nb, pos = sunpack(META, m, 4)
-    if n == 1 and not holds(i, m, til, sum, pz, nb, pos) then
+    local at, units, sum, en, nb, til, pz, _, exp, origin, slice = sunpack(META, m, 4)
+    if n == 1 and not holds(i, m, til, sum, pz, nb) then
       fast = false
       break
     end
     local add = tonumber(ARGV[3 * i + 1])
-    local rest = pos + 16 * nb -- the leases and records
-    local closed = sub(m, pos, rest - 1)
+    local meta
     if now < en then
       -- The call falls in the open slice, which ends after it.
-      ou = ou + add
-      if now > ot then ot = now end
+      if now > at then at = now end
+      meta = '#3:' .. spack('>i8i8i8', at, units + add, sum + add) .. sub(m, 28)
     else
-      -- The call starts a new slice: the open one is closed.
-      if ou > 0 then
-        closed = closed .. spack(ENTRY, ot, ou)
-        nb = nb + 1
-        if nb == BUFFER then
-          -- The closed slices join the log, in one push.
-          local e = {sunpack('>' .. string.rep('i8', 2 * nb), closed)}
-          local entries = {}
-          for k = 1, nb do entries[k] = string.format('%d:%d', e[2 * k - 1], e[2 * k]) end
-          local log = KEYS[nread + i]
-          if redis.call('RPUSH', log, unpack(entries)) == nb then
-            -- The log had gone (evicted, or trimmed whole) while the meta
-            -- stayed: a new list has no TTL, so give it the meta's.
-            redis.call('PEXPIRE', log, redis.call('PTTL', KEYS[i]))
-          end
-          closed, nb = '', 0
+      -- The call starts a new slice.
+      en = origin + (math.floor((now - origin) / slice) + 1) * slice
+      local closed = HEAD + 16 * nb -- where the closed slices end
+      if units == 0 then
+        meta = '#3:' .. spack('>i8i8i8i8B', now, add, sum + add, en, nb) .. sub(m, 37)
+      elseif nb + 1 < BUFFER then
+        -- The open slice is closed into the meta.
+        meta = '#3:' .. spack('>i8i8i8i8B', now, add, sum + add, en, nb + 1) .. sub(m, 37, closed) ..
+          sub(m, 4, 19) .. sub(m, closed + 1)
+      else
+        -- It and the closed slices join the log, in one push.
+        local entries = {}
+        for k = 1, nb do entries[k] = sub(m, HEAD + 16 * k - 15, HEAD + 16 * k) end
+        entries[BUFFER] = sub(m, 4, 19)
+        local log = KEYS[nread + i]
+        if redis.call('RPUSH', log, unpack(entries)) == BUFFER then
+          -- The log had gone (evicted, or trimmed whole) while the meta
+          -- stayed: a new list has no TTL, so give it the meta's.
+          redis.call('PEXPIRE', log, string.format('%d', math.floor((exp - now) / 1000)))
         end
+        meta = '#3:' .. spack('>i8i8i8i8B', now, add, sum + add, en, 0) .. sub(m, 37, HEAD) .. sub(m, closed + 1)
       end
-      en = og + (math.floor((now - og) / sl) + 1) * sl
-      ou, ot = add, now
     end
-    redis.call('SET', KEYS[i], '#3:' .. spack(META, til, en, sum + add, ou, ot, hd, ex, og, sl, pz, nb) ..
-      closed .. sub(m, rest), 'KEEPTTL')
-    reply = reply .. string.format(':%d', sum)
+    redis.call('SET', KEYS[i], meta, 'KEEPTTL')
+    reply = reply .. sub(m, 20, 27)
   end
   if fast then return reply end
 end

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -73,6 +74,12 @@ func format1Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Du
 	}
 	if list, ok := reply.([]any); ok && len(list) == 5 {
 		reply = append(list, int64(0)) // format 1 told no rooms; RemainingOf is not read here
+	}
+	if fast, ok := reply.(string); ok {
+		reply, err = textFastReply(fast)
+		if err != nil {
+			return nil, err
+		}
 	}
 	return l.reservation(scope, []Charge{c}, 0, reply)
 }
@@ -310,4 +317,18 @@ func testSlicedMatchesUnsliced(t *testing.T, b *backend) {
 	if held < 150 {
 		t.Errorf("%d calls of 1500 waited for holds: the sequence does not reach the limit", held)
 	}
+}
+
+// textFastReply turns the fast reply of formats 1 and 2,
+// "<now>:<sum_1>:...", into this format's: each field 8 bytes, big-endian.
+func textFastReply(reply string) (string, error) {
+	var b []byte
+	for f := range strings.SplitSeq(reply, ":") {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return "", err
+		}
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return string(b), nil
 }

@@ -8,26 +8,29 @@
 -- (fast.lua or clock.lua, prepended before this part).
 --
 -- Each bucket window of a scope has two keys. Its log is a list of
--- "<µs>:<units>" entries, oldest first: the calls admitted in one slice of
+-- entries (an instant in µs and units), oldest first: the calls admitted in one slice of
 -- the window (a thousandth of it, no finer than a millisecond; of a
 -- calendar day, from its midnight) summed into one entry dated at the
 -- latest of them, so that each counts at least as long as it would alone.
--- Its meta is "#3:" then fixed-width fields (binary.lua's META: big-endian
--- 8-byte integers and a byte),
+-- An entry is 16 bytes (binary.lua's ENTRY: the instant and the units,
+-- big-endian 8-byte integers); format 2 wrote "<µs>:<units>", which is
+-- read as well. Its meta is "#3:" then fixed-width fields (binary.lua's
+-- META: big-endian 8-byte integers and a byte),
 --
---   until, end, sum, units, at, head, exp, origin, slice, pause, closed
+--   at, units, sum, end, closed, until, pause, head, exp, origin, slice
 --
--- then closed slices (ENTRY each: instant, units), then ";<id>=<end>:<units>"
--- per lease: until when fast.lua may decide on this window alone; the end
--- of the open slice (0: none), the newest, kept in the meta until a call
--- falls in a later slice; the units counted (entries, closed and open
--- slices, and leases); the open slice's units and the instant of its
--- latest call; the instant of the oldest entry (0: none); the instant the
--- keys expire; the slice grid (slices start at origin, 0 for a sliding
--- window, the day's midnight for a calendar day, plus whole slices); an
--- instant no earlier than the end of any pause in force on the window
--- (0: none; see reach.lua); and how many closed slices follow (fewer than
--- BUFFER). A closed slice is an entry of the log not yet pushed to the
+-- then the closed slices (ENTRY each), then ";<id>=<end>:<units>" per
+-- lease: the instant of the open slice's latest call and its units (an
+-- entry, once closed); the units counted (entries, closed and open
+-- slices, and leases); the end of the open slice (0: none), the newest,
+-- kept in the meta until a call falls in a later slice; how many closed
+-- slices follow (fewer than BUFFER); until when fast.lua may decide on
+-- this window alone; an instant no earlier than the end of any pause in
+-- force on the window (0: none; see reach.lua); the instant of the oldest
+-- entry (0: none); the instant the keys expire; and the slice grid (slices
+-- start at origin, 0 for a sliding window, the day's midnight for a
+-- calendar day, plus whole slices). The fields a common decision changes
+-- come first. A closed slice is an entry of the log not yet pushed to the
 -- list: the entries are the list's, then the closed slices', oldest first.
 -- fast.lua closes a slice into the meta, and pushes the closed slices in
 -- one RPUSH when BUFFER of them are there; every other script pushes them
@@ -100,9 +103,15 @@ local function format_error(key, what)
     ' of a Redis format this tollgate cannot read (it reads format ' .. FORMAT .. ')', 0)
 end
 
--- The instant and units of an entry of log ("<µs>:<units>", or format 1's
--- "<µs>:<units>:<id>").
+-- The instant and units of an entry of log: ENTRY's 16 bytes (the first
+-- is 0: instants lie below 2^53), or format 2's "<µs>:<units>", or format
+-- 1's "<µs>:<units>:<id>".
 local function entry(log, e)
+  if #e == 16 and string.byte(e, 1) == 0 then
+    local ts, units = sunpack(ENTRY, e)
+    if units < 0 then format_error(log, 'an entry') end
+    return ts, units
+  end
   local ts, units = string.match(e, '^(%d+):(%d+)$')
   if not ts then ts, units = string.match(e, '^(%d+):(%d+):[^:]+$') end
   if not ts then format_error(log, 'an entry') end
@@ -195,20 +204,21 @@ local function load(L, m)
   if m and string.sub(m, 1, 3) == '#3:' then
     if #m < HEAD then format_error(L.meta, 'a meta') end
     local f = {sunpack(META, m, 4)}
-    local nb, pos = f[11], f[12]
-    for k = 1, 10 do
+    local nb = f[5]
+    for k = 1, 11 do
       if f[k] < 0 then format_error(L.meta, 'a meta') end
     end
-    if nb >= BUFFER or #m < pos + 16 * nb - 1 then format_error(L.meta, 'a meta') end
-    L.sum, L.head, L.exp, L.origin, L.slice, L.pz = f[3], f[6], f[7], f[8], f[9], f[10]
-    L.open = {s = f[2] > 0 and f[2] - L.slice or 0, t = f[5], u = f[4]}
+    if nb >= BUFFER or #m < HEAD + 16 * nb then format_error(L.meta, 'a meta') end
+    -- f: at, units, sum, end, closed, until, pause, head, exp, origin, slice
+    L.sum, L.pz, L.head, L.exp, L.origin, L.slice = f[3], f[7], f[8], f[9], f[10], f[11]
+    L.open = {s = f[4] > 0 and f[4] - L.slice or 0, t = f[1], u = f[2]}
     for k = 1, nb do
-      local t, u = sunpack(ENTRY, m, pos + 16 * (k - 1))
+      local t, u = sunpack(ENTRY, m, HEAD + 16 * k - 15)
       if t < 0 or u < 0 then format_error(L.meta, 'a meta') end
       L.buf[k] = {t = t, u = u}
     end
     L.fresh = false
-    rest = string.sub(m, pos + 16 * nb)
+    rest = string.sub(m, HEAD + 16 * nb + 1)
   elseif m and string.sub(m, 1, 3) == '#2:' then
     local til, en, sum, ou, ot, hd, ex, og, sl
     til, en, sum, ou, ot, hd, ex, og, sl, rest = string.match(m,
@@ -268,7 +278,7 @@ local function flush(L)
   local nb = #L.buf
   if nb == 0 then return end
   local entries = {}
-  for k, x in ipairs(L.buf) do entries[k] = string.format('%d:%d', x.t, x.u) end
+  for k, x in ipairs(L.buf) do entries[k] = spack(ENTRY, x.t, x.u) end
   if redis.call('RPUSH', L.log, unpack(entries)) == nb then
     L.exp = 0 -- a new list: it has no TTL yet
   end
@@ -440,8 +450,8 @@ local function save(L, now)
   end
   local closed = {}
   for k, x in ipairs(L.buf) do closed[k] = spack(ENTRY, x.t, x.u) end
-  local parts = {'#3:', spack(META, till, L.open.s > 0 and L.open.s + L.slice or 0, L.sum,
-    L.open.u, L.open.t, L.head, L.exp, L.origin, L.slice, L.pz, #L.buf), table.concat(closed)}
+  local parts = {'#3:', spack(META, L.open.t, L.open.u, L.sum, L.open.s > 0 and L.open.s + L.slice or 0,
+    #L.buf, till, L.pz, L.head, L.exp, L.origin, L.slice), table.concat(closed)}
   for _, x in ipairs(L.leases) do
     parts[#parts + 1] = string.format(';%s=%d:%d', x.id, x.e, x.u)
   end
@@ -525,7 +535,7 @@ local function change(L, where, delta)
   else
     local t, u = entry(L.log, redis.call('LINDEX', L.log, where - 1))
     delta = math.max(delta, -u)
-    redis.call('LSET', L.log, where - 1, string.format('%d:%d', t, u + delta))
+    redis.call('LSET', L.log, where - 1, spack(ENTRY, t, u + delta))
   end
   L.sum = L.sum + delta
   return delta

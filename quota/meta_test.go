@@ -16,31 +16,45 @@ type metaFields struct {
 	rest                                                        string     // the leases and records
 }
 
-// readMeta reads a meta of this format: "#3:", ten big-endian 8-byte
-// fields, the count of closed slices in a byte, the closed slices (an
-// instant and units, 8 bytes each), the leases.
+// readMeta reads a meta of this format: "#3:", big-endian 8-byte fields
+// (at, units, sum, end), the count of closed slices in a byte, more fields
+// (until, pause, head, exp, origin, slice), the closed slices (an instant
+// and units, 8 bytes each), the leases.
 func readMeta(m string) (metaFields, error) {
 	var f metaFields
 	const head = 3 + 10*8 + 1
 	if len(m) < head || m[:3] != "#"+strconv.Itoa(format)+":" {
 		return f, errors.New("meta " + strconv.Quote(m) + " is not of format " + strconv.Itoa(format))
 	}
-	var v [10]int64
-	for i := range v {
-		v[i] = int64(binary.BigEndian.Uint64([]byte(m[3+8*i:])))
-	}
-	f.until, f.end, f.sum, f.units, f.at, f.head, f.exp, f.origin, f.slice, f.pause =
-		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]
-	n := int(m[head-1])
+	i64 := func(at int) int64 { return int64(binary.BigEndian.Uint64([]byte(m[at : at+8]))) }
+	f.at, f.units, f.sum, f.end = i64(3), i64(11), i64(19), i64(27)
+	n := int(m[35])
+	f.until, f.pause, f.head, f.exp, f.origin, f.slice = i64(36), i64(44), i64(52), i64(60), i64(68), i64(76)
 	if len(m) < head+16*n {
 		return f, errors.New("meta " + strconv.Quote(m) + " is cut short")
 	}
 	for k := range n {
-		e := []byte(m[head+16*k:])
-		f.closed = append(f.closed, [2]int64{int64(binary.BigEndian.Uint64(e)), int64(binary.BigEndian.Uint64(e[8:]))})
+		f.closed = append(f.closed, [2]int64{i64(head + 16*k), i64(head + 16*k + 8)})
 	}
 	f.rest = m[head+16*n:]
 	return f, nil
+}
+
+// readEntry reads an entry of a log: this format's 16 bytes (an instant
+// and units, big-endian), or format 2's "<µs>:<units>".
+func readEntry(e string) (at, units int64, err error) {
+	if len(e) == 16 && e[0] == 0 {
+		b := []byte(e)
+		return int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:])), nil
+	}
+	a, u, ok := strings.Cut(e, ":")
+	if !ok {
+		return 0, 0, errors.New("entry " + strconv.Quote(e) + " of no format")
+	}
+	if at, err = strconv.ParseInt(a, 10, 64); err == nil {
+		units, err = strconv.ParseInt(u, 10, 64)
+	}
+	return at, units, err
 }
 
 // mustMeta reads the meta of l's window of lim for scope's bucket.
@@ -63,9 +77,17 @@ func mustMeta(t *testing.T, b *backend, l *Limiter, s, bucket string, lim Limit)
 func logOf(t *testing.T, b *backend, l *Limiter, s, bucket string, lim Limit) []string {
 	t.Helper()
 	log, _ := keysOf(l, s, bucket, lim)
-	entries, err := b.client.LRange(context.Background(), log, 0, -1).Result()
+	listed, err := b.client.LRange(context.Background(), log, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var entries []string
+	for _, e := range listed {
+		at, units, err := readEntry(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, strconv.FormatInt(at, 10)+":"+strconv.FormatInt(units, 10))
 	}
 	for _, c := range mustMeta(t, b, l, s, bucket, lim).closed {
 		entries = append(entries, strconv.FormatInt(c[0], 10)+":"+strconv.FormatInt(c[1], 10))

@@ -293,7 +293,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	if PriorityOf(ctx) == Background {
 		return l.background(ctx, scope, maxWait, charges)
 	}
-	keys, args, seq, err := l.decision(scope, maxWait, charges)
+	keys, args, seq, err := l.decision(scope, maxWait, charges, false)
 	if err != nil {
 		return nil, err
 	}
@@ -322,8 +322,10 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 }
 
 // decision checks a decision's input and builds the reserve script's keys
-// and arguments, and the sequence number its entries are named by.
-func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys []string, args []any, seq uint64, err error) {
+// and arguments, and the sequence number its entries are named by; the
+// id argument names it (entryID) when named, else it is empty (the
+// reserve script reads no id).
+func (l *Limiter) decision(scope string, maxWait int64, charges []Charge, named bool) (keys []string, args []any, seq uint64, err error) {
 	n, err := l.checkCharges(scope, charges)
 	if err != nil {
 		return nil, nil, 0, err
@@ -339,7 +341,11 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys 
 	var logs [4]string // the windows' logs; more windows spill to the heap
 	windowLogs := logs[:0]
 	d.args = make([]any, 0, 3+3*n)
-	d.args = append(d.args, clockArg, maxWait, l.entryID(d.seq))
+	id := ""
+	if named {
+		id = l.entryID(d.seq)
+	}
+	d.args = append(d.args, clockArg, maxWait, id)
 	var scopePause string
 	var pauses [4]string // the buckets' pause keys; more charges spill to the heap
 	bucketPauses := pauses[:0]

@@ -9,7 +9,7 @@
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
 --       maxwait  how far in µs the admission instant may lie after now:
 --                0 for an immediate decision
---       id       unused here (background.lua's waiter id has its place)
+--       id       empty here (background.lua's waiter id has its place)
 --       then decide.lua's, per limit
 --
 -- Reply: {admitted (1 or 0), now, at, remaining, by, room_1, ..., room_n},
