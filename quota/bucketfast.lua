@@ -1,8 +1,9 @@
 -- bucketfast.lua: the common decision on a token bucket alone, taken
 -- before fast.lua, which takes the common decision on windows.
 --
--- Provides: nothing; it returns fast.lua's reply, "<now>:<units out
--- before this call>", or falls through to fast.lua.
+-- Provides: nothing; it returns fast.lua's reply (8-byte big-endian
+-- integers: now, and the units out of the bucket before this call, as a
+-- window's sum), or falls through to fast.lua.
 -- Needs: binary.lua, bucket.lua. KEYS and ARGV are reserve.lua's.
 --
 -- One charge of one limit, a bucket (its span "r..."), on the server's
@@ -29,7 +30,7 @@ if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 then -- 'r'
       local used = bucket_used(B, now)
       bucket_admit(B, now, need)
       bucket_write(B, now)
-      return string.format('%d:%d', now, used)
+      return spack('>i8i8', now, used)
     end
   end
 end
