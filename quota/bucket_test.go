@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"math/rand/v2"
 	"strconv"
@@ -32,6 +33,8 @@ var bucketSuite = []struct {
 	{"Record", testBucketRecord},
 	{"FastPathAgreesWithGeneral", testBucketFastAgrees},
 	{"KeyHasTTL", testBucketTTL},
+	{"Announce", testBucketAnnounce},
+	{"NoLease", testBucketNoLease},
 }
 
 func runBucketSuite(t *testing.T, b *backend) {
@@ -562,5 +565,51 @@ func testBucketTTL(t *testing.T, b *backend) {
 	}
 	if n, err := b.client.Exists(ctx, key).Result(); err != nil || n != 0 {
 		t.Errorf("a full bucket's key: exists %d (err %v), want gone", n, err)
+	}
+}
+
+// testBucketAnnounce: an upstream that counts more units out of its
+// bucket than tollgate does (spent by others) makes tollgate count them,
+// once however many processes read it; one that counts fewer gets nothing
+// back.
+func testBucketAnnounce(t *testing.T, b *backend) {
+	ctx := context.Background()
+	clock := testclock.New(bucketStart)
+	l := b.limiter(t, WithClock(clock.Now))
+	s := scope(t, "s")
+	lim := TokenBucket(100, 100, 100*time.Second) // a unit a second
+	mustAllow(t, l, s, charge("b", 10, lim))
+	a := Announcement{Used: 25, Limit: 100, Reset: clock.Now().Add(25 * time.Second)}
+	for range 2 { // a second process reading the same announcement
+		if _, err := l.Announce(ctx, s, "b", a, lim); err != nil {
+			t.Fatal(err)
+		}
+		if u := mustUsage(t, l, s, "b", lim); u.Used != 25 || !u.Reset.Equal(a.Reset) {
+			t.Errorf("after the upstream announced 25 used: used %d full at %v, want 25 and %v", u.Used, u.Reset, a.Reset)
+		}
+	}
+	fewer := Announcement{Used: 5, Limit: 100, Reset: clock.Now().Add(26 * time.Second)}
+	if _, err := l.Announce(ctx, s, "b", fewer, lim); err != nil {
+		t.Fatal(err)
+	}
+	if u := mustUsage(t, l, s, "b", lim); u.Used != 25 {
+		t.Errorf("after the upstream announced fewer: used %d, want 25: nothing given back", u.Used)
+	}
+	if r := mustAllow(t, l, s, charge("b", 76, lim)); r.OK() || r.RetryAfter() != time.Second {
+		t.Errorf("76 of the 75 left: OK=%v RetryAfter=%v, want refused for 1s", r.OK(), r.RetryAfter())
+	}
+}
+
+// testBucketNoLease: a token bucket is not leased (its units would refill
+// while a lease holds them): Lease refuses it, writing nothing.
+func testBucketNoLease(t *testing.T, b *backend) {
+	l := b.limiter(t)
+	s := scope(t, "s")
+	lim := TokenBucket(100, 100, time.Minute)
+	if _, err := l.Lease(context.Background(), s, charge("b", 10, lim), time.Second); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Lease on a token bucket: %v, want ErrInvalid", err)
+	}
+	if u := mustUsage(t, l, s, "b", lim); u.Used != 0 {
+		t.Errorf("after the refused lease: used %d, want 0", u.Used)
 	}
 }

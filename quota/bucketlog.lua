@@ -58,8 +58,20 @@ local function fit(L, t0, units)
   return bucket_fit(L, t0, units)
 end
 
+-- A record announce.lua keeps beside a window's leases ("~a": units an
+-- upstream announced as spent beyond the count) is, in a bucket, units
+-- spent now: its debt grows by them, and the bucket refills them as the
+-- upstream's does. It is a level as in a window: the next reading of the
+-- same announcement finds the bucket holding no more than announced, and
+-- records nothing. (Leases are not taken on buckets: see Limiter.Lease.)
 local function save(L, now)
   if not L.bucket then return log_save(L, now) end
+  if not L.recorded then
+    for _, x in ipairs(L.leases) do
+      if x.id == '~a' and x.u > 0 then bucket_extra(L, 0, x.u, now) end
+    end
+    L.recorded = true
+  end
   bucket_write(L, now)
   L.dirty = false
 end

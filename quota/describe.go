@@ -126,8 +126,11 @@ func (d Description) Enforced(a Announced, ok bool) []Limit {
 		keep := d.ReserveUnits + int64(math.Ceil(float64(a.Limit)*d.ReservePercent/100))
 		first.Units = max(a.Limit-keep, 1)
 	}
-	if ok && a.Window > 0 && !first.Calendar {
+	if ok && a.Window > 0 && !first.Calendar && !first.refilling() {
 		first.Window = a.Window + d.Transit
+	}
+	if first.refilling() && first.Units > 0 {
+		first.Refill = first.Units // a learned bucket refills its capacity a period
 	}
 	if ok && first.Fixed {
 		first.Ends = a.Reset
