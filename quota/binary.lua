@@ -57,9 +57,13 @@ else
         pos = pos + 1
       else
         if pos + 7 > #s then error('data string too short') end
-        local x = 0
-        for k = pos, pos + 7 do x = x * 256 + string.byte(s, k) end
-        if string.byte(s, pos) >= 128 then x = x - 2 ^ 64 end
+        local x, negative = 0, string.byte(s, pos) >= 128
+        for k = pos, pos + 7 do
+          local b = string.byte(s, k)
+          if negative then b = 255 - b end -- two's complement, exactly
+          x = x * 256 + b
+        end
+        if negative then x = -x - 1 end
         out[#out + 1] = x
         pos = pos + 8
       end

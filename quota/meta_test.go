@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,5 +104,35 @@ const metaBuffer = 8
 func TestMetaBufferMatchesTheScripts(t *testing.T) {
 	if want := "\nlocal BUFFER = " + strconv.Itoa(metaBuffer) + "\n"; !strings.Contains(binaryPart, want) {
 		t.Errorf("binary.lua does not say %q", want)
+	}
+}
+
+// writeMeta encodes f as log.lua writes a meta of this format.
+func writeMeta(f metaFields) string {
+	var b []byte
+	b = append(b, "#"+strconv.Itoa(format)+":"...)
+	for _, v := range []int64{f.at, f.units, f.sum, f.end} {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	b = append(b, byte(len(f.closed)))
+	for _, v := range []int64{f.until, f.pause, f.head, f.exp, f.origin, f.slice} {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	for _, c := range f.closed {
+		b = binary.BigEndian.AppendUint64(b, uint64(c[0]))
+		b = binary.BigEndian.AppendUint64(b, uint64(c[1]))
+	}
+	return string(append(b, f.rest...))
+}
+
+// TestMetaRoundTrip: writeMeta and readMeta are each other's inverse, so
+// that tests reading metas read what log.lua writes (the suite's tests
+// read metas log.lua wrote).
+func TestMetaRoundTrip(t *testing.T) {
+	f := metaFields{at: 1, units: 2, sum: 3, end: 4, until: 5, pause: 6, head: 7, exp: 8, origin: 9, slice: 10,
+		closed: [][2]int64{{11, 12}, {13, 14}}, rest: ";x=1:2"}
+	got, err := readMeta(writeMeta(f))
+	if err != nil || !reflect.DeepEqual(got, f) {
+		t.Errorf("readMeta(writeMeta(%+v)) = %+v, %v", f, got, err)
 	}
 }
