@@ -10,7 +10,8 @@
 -- clock (or a caller's after 2001, as fast.lua), with no pause key set,
 -- no hold waiting and room now: the call is counted with one MGET (the
 -- state and the two pause keys) and one SET. Anything else falls through
--- to the general decision, which decides the same way in every case.
+-- to the general decision, which decides the same way in every case
+-- (bucket.lua's bucket_fit and bucket_admit, written out here).
 
 if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 then -- 'r'
   local now
@@ -21,16 +22,29 @@ if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 then -- 'r'
     now = tonumber(ARGV[1])
   end
   local r = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
-  if now >= 1e15 and not r[2] and not r[3] then
-    local B = bucket_limit(KEYS[1], ARGV[6])
-    bucket_read(B, r[1])
+  local m = r[1]
+  if now >= 1e15 and not r[2] and not r[3] and (not m or (#m == BUCKET_LEN and string.sub(m, 1, 4) == '#3r:')) then
+    local c = string.find(ARGV[6], ':', 3, true)
+    local p, rate = tonumber(string.sub(ARGV[6], 2, c - 1)), tonumber(string.sub(ARGV[6], c + 1))
     local need = tonumber(ARGV[4])
-    B.C = tonumber(ARGV[5]) + need
-    if B.tail <= now and bucket_fit(B, now, need) == now then
-      local used = bucket_used(B, now)
-      bucket_admit(B, now, need)
-      bucket_write(B, now)
-      return spack('>i8i8', now, used)
+    local room = tonumber(ARGV[5]) * p -- the capacity less the call, in debt
+    local u, s, tail, tn, prev = 0, 0, 0, 0, 0
+    if m then u, s, tail, tn, prev = sunpack(BUCKET, m, 5) end
+    -- The debt at now (u <= now: no hold waits).
+    local d = 0
+    if u <= now and tail <= now and s >= 0 then
+      if s > 0 and (now - u) * rate < s then d = s - (now - u) * rate end
+      if d <= room then
+        s = d + need * p
+        if now > tail then
+          prev, tail, tn = tail, now, need
+        elseif tn < UNKNOWN then
+          tn = tn + need
+        end
+        local ms = math.floor((math.ceil(s / rate) + p) / 1000) + 1000
+        redis.call('SET', KEYS[1], '#3r:' .. spack(BUCKET, now, s, tail, tn, prev), 'PX', ms)
+        return spack('>i8i8', now, math.ceil(d / p))
+      end
     end
   end
 end
