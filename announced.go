@@ -187,8 +187,14 @@ func (t *Transport) announcedLimits(d *decider, c *call, scope, bucket string) (
 			units = int64(float64(units) * t.cfg.LocalShare)
 		}
 		first.Units = max(units, 1)
+		if first.Refill > 0 {
+			// A learned token bucket refills its capacity a period, and
+			// holds less than the upstream's by Transit (see lengthen).
+			first.Refill = first.Units
+			first = lengthen([]quota.Limit{first}, transit(t.cfg.Transit))[0]
+		}
 	}
-	if ln.window > 0 && !first.Calendar {
+	if ln.window > 0 && !first.Calendar && first.Refill == 0 {
 		first.Window = ln.window + transit(t.cfg.Transit)
 	}
 	if first.Fixed {

@@ -82,10 +82,13 @@ func (b Bucket) effective(name string) ([]quota.Limit, error) {
 			}
 		}
 		keep := b.keep(l.Units)
-		if keep >= l.Units {
+		if keep >= l.Units || (l.Refill > 0 && b.keep(l.Refill) >= l.Refill) {
 			return nil, configErrorf("bucket %q: a reserve of %d leaves nothing of limit %v", name, keep, l)
 		}
 		l.Units -= keep
+		if l.Refill > 0 {
+			l.Refill -= b.keep(l.Refill) // a token bucket's reserve: of its capacity and its refill
+		}
 		out[i] = l
 	}
 	return out, nil
@@ -104,6 +107,9 @@ func sameWindow(a, b quota.Limit) bool {
 	}
 	if a.Calendar || b.Calendar {
 		return a.Calendar && b.Calendar && a.Location.String() == b.Location.String()
+	}
+	if (a.Refill > 0) != (b.Refill > 0) {
+		return false // a token bucket and a window have keys of their own
 	}
 	return a.Window.Truncate(time.Microsecond) == b.Window.Truncate(time.Microsecond)
 }
@@ -158,10 +164,20 @@ func transit(d time.Duration) time.Duration {
 // announced reset's window does: the calls admitted just before an
 // announcement moved it count in it, as they do upstream. Calendar days
 // are left alone: they reset when the upstream does.
+//
+// A token bucket keeps its period and holds less instead: requests
+// admitted over any span reach the upstream over a span up to d shorter,
+// in which the upstream's bucket refills Refill·d/Window less, so
+// tollgate's capacity is that much below the upstream's (at least 1).
 func lengthen(limits []quota.Limit, d time.Duration) []quota.Limit {
 	for i := range limits {
-		if !limits[i].Calendar {
-			limits[i].Window += d
+		l := &limits[i]
+		switch {
+		case l.Refill > 0 && l.Units > 0:
+			less := int64(math.Ceil(float64(l.Refill) * float64(d) / float64(l.Window)))
+			l.Units = max(l.Units-less, 1)
+		case !l.Calendar && l.Refill == 0:
+			l.Window += d
 		}
 	}
 	return limits
@@ -177,6 +193,9 @@ func shareOf(limits map[string][]quota.Limit, s float64) map[string][]quota.Limi
 		for i, l := range lims {
 			if l.Units > 0 { // 0: still to be learned
 				l.Units = max(int64(math.Floor(float64(l.Units)*s)), 1)
+			}
+			if l.Refill > 0 { // a token bucket's share: of its refill too
+				l.Refill = max(int64(math.Floor(float64(l.Refill)*s)), 1)
 			}
 			scaled[i] = l
 		}
