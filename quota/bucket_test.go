@@ -35,6 +35,7 @@ var bucketSuite = []struct {
 	{"KeyHasTTL", testBucketTTL},
 	{"Announce", testBucketAnnounce},
 	{"NoLease", testBucketNoLease},
+	{"BackgroundBehindInteractive", testBucketBackground},
 }
 
 func runBucketSuite(t *testing.T, b *backend) {
@@ -611,5 +612,35 @@ func testBucketNoLease(t *testing.T, b *backend) {
 	}
 	if u := mustUsage(t, l, s, "b", lim); u.Used != 0 {
 		t.Errorf("after the refused lease: used %d, want 0", u.Used)
+	}
+}
+
+// testBucketBackground: a background call on a bucket is admitted only
+// when it fits now and no interactive hold waits, and never holds.
+func testBucketBackground(t *testing.T, b *backend) {
+	ctx := context.Background()
+	bg := WithPriority(ctx, Background)
+	clock := testclock.New(bucketStart)
+	l := b.limiter(t, WithClock(clock.Now))
+	s := scope(t, "s")
+	lim := TokenBucket(10, 10, 10*time.Second)
+	mustAllow(t, l, s, charge("b", 10, lim))
+	hold, err := l.Reserve(ctx, s, -1, charge("b", 2, lim))
+	if err != nil || !hold.OK() || hold.Delay() != 2*time.Second {
+		t.Fatalf("the interactive hold: OK=%v Delay=%v err=%v, want 2s", hold.OK(), hold.Delay(), err)
+	}
+	clock.Add(time.Second)
+	if r, err := l.Reserve(bg, s, 0, charge("b", 1, lim)); err != nil || r.OK() {
+		t.Fatalf("a background call while an interactive hold waits: OK=%v err=%v, want refused", r.OK(), err)
+	}
+	clock.Add(4 * time.Second) // 5 units back, 2 of them the hold's: 3 left
+	for i := range 4 {
+		r, err := l.Reserve(bg, s, 0, charge("b", 1, lim))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.OK() != (i < 3) || r.Delay() != 0 {
+			t.Fatalf("background call %d with 3 left: OK=%v Delay=%v, want the first 3, never a hold", i+1, r.OK(), r.Delay())
+		}
 	}
 }
