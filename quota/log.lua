@@ -34,7 +34,7 @@
 -- list: the entries are the list's, then the closed slices', oldest first.
 -- fast.lua closes a slice into the meta, and pushes the closed slices in
 -- one RPUSH when BUFFER of them are there; every other script pushes them
--- (flush()) before it changes the list. So a common decision writes one
+-- (flush()) before it changes the list, and with the slice it closes. So a common decision writes one
 -- key. A window's memory is bounded by its slices, whatever the call
 -- rate; a call may wait at most one slice longer than it would with an
 -- entry of its own.
@@ -474,6 +474,7 @@ local function append(L, at, units, now)
     if L.open.u > 0 then
       L.buf[#L.buf + 1] = {t = L.open.t, u = L.open.u}
     end
+    flush(L) -- only fast.lua keeps closed slices in the meta
     L.open = {s = s or 0, t = at, u = 0}
     L.origin, L.slice = origin or 0, length or 0
   end
