@@ -25,9 +25,12 @@
 --
 -- A call of n units fits at t when debt(t) + n*P <= C*P; it is then
 -- admitted by adding n*P to the debt at t. For every T0 <= T the units
--- admitted in [T0, T] are then at most C + R*(T - T0)/P: the debt after
--- the last of them is at least (T0 - ...) their units' worth more than
--- before the first, and never more than C*P.
+-- admitted in [T0, T] are then at most C + R*(T - T0)/P: in arrival time
+-- (u + s/R), each call admitted from T0 on adds its units' worth to an
+-- arrival time no earlier than T0, so after the last of them (admitted by
+-- T) it is at least T0 + their units*P/R; and a call is admitted only
+-- when the arrival time after it is at most its instant + C*P/R <= T +
+-- C*P/R.
 --
 -- Giving units back (a cancel, a refund) must not make any past instant
 -- over the limit: the calls admitted after the one giving back were

@@ -644,3 +644,50 @@ func testBucketBackground(t *testing.T, b *backend) {
 		}
 	}
 }
+
+// TestTokenBucketValidate: a token bucket is neither a day nor a fixed
+// window, refills by a positive amount, and keeps its capacity times its
+// period within what the engine counts exactly.
+func TestTokenBucketValidate(t *testing.T) {
+	for _, tc := range []struct {
+		lim Limit
+		ok  bool
+	}{
+		{TokenBucket(4000, 4000, time.Minute), true},
+		{TokenBucket(1, 1, time.Microsecond), true},
+		{TokenBucket(30_000_000, 1, time.Minute), true},
+		{TokenBucket(40_000_000, 1, time.Minute), false}, // 2.4e15 > 2^51 µs·units
+		{TokenBucket(10, 10, 0), false},
+		{TokenBucket(0, 10, time.Second), false},
+		{Limit{Units: 10, Window: time.Second, Refill: -1}, false},
+		{Limit{Units: 10, Calendar: true, Location: time.UTC, Refill: 1}, false},
+		{Limit{Units: 10, Window: time.Second, Fixed: true, Refill: 1}, false},
+	} {
+		if err := tc.lim.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%v: Validate() = %v, want ok %v", tc.lim, err, tc.ok)
+		} else if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Errorf("%v: %v, want ErrInvalid", tc.lim, err)
+		}
+	}
+	if got, want := TokenBucket(4000, 3000, time.Minute).String(), "4000+3000/1m0s"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	// A bucket and a window of one period are two limits of a bucket, with
+	// keys of their own.
+	c := Charge{Bucket: "b", Units: 1, Limits: []Limit{TokenBucket(10, 10, time.Minute), PerWindow(10, time.Minute)}}
+	if _, err := (&Limiter{}).checkCharges("s", []Charge{c}); err != nil {
+		t.Errorf("a bucket beside a window of its period: %v", err)
+	}
+}
+
+// TestBucketLearnedLimit: a description whose announced first limit is a
+// token bucket enforces the announced limit, less the reserve, as its
+// capacity and its refill a period.
+func TestBucketLearnedLimit(t *testing.T) {
+	d := Description{Scope: "s", Bucket: "requests", Announced: "anthropic/requests", ReservePercent: 10,
+		Limits: []Limit{TokenBucket(50, 50, time.Minute)}}
+	got := d.Enforced(Announced{Limit: 4000, Reset: time.Unix(1, 0)}, true)
+	if want := TokenBucket(3600, 3600, time.Minute); len(got) != 1 || got[0] != want {
+		t.Errorf("Enforced = %v, want [%v]", got, want)
+	}
+}

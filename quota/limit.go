@@ -30,9 +30,10 @@ const MaxUnits = 1 << 50
 type Limit struct {
 	// Units is the most the window admits, e.g. 9500.
 	Units int64
-	// Window is the length of a sliding window, e.g. time.Hour. It is
-	// truncated to whole microseconds, the engine's resolution. It must be
-	// zero for a calendar limit.
+	// Window is the length of a sliding window, e.g. time.Hour, or the
+	// period a token bucket's Refill is given per. It is truncated to whole
+	// microseconds, the engine's resolution. It must be zero for a calendar
+	// limit.
 	Window time.Duration
 	// Calendar makes the limit a calendar day in Location instead of a
 	// sliding window.

@@ -31,8 +31,9 @@
 //     units back if its context ends first.
 //
 // Limits are sliding windows ([PerWindow]), fixed windows that end at a
-// reset the upstream announces ([PerFixedWindow]), or calendar days that
-// reset at local midnight ([PerDay]). Every key carries a TTL, so idle
+// reset the upstream announces ([PerFixedWindow]), calendar days that
+// reset at local midnight ([PerDay]), or token buckets that refill
+// continuously ([TokenBucket]). Every key carries a TTL, so idle
 // scopes vanish. [Limiter.Record] counts units spent without a decision,
 // [Limiter.Pause] stops a bucket or scope for a while, [Limiter.Lease]
 // hands a process a block of units to spend without a round trip,
