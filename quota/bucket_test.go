@@ -530,17 +530,29 @@ func testBucketFastAgrees(t *testing.T, b *backend) {
 	fast := b.limiter(t, WithClock(fastClock.Now))
 	slow := b.limiter(t, WithClock(slowClock.Now))
 	lim := TokenBucket(20, 7, 3*time.Second)
+	tokens := TokenBucket(500, 300, time.Second)
 	rng := rand.New(rand.NewPCG(3, 25))
-	for i := range 200 {
+	for i := range 300 {
 		d := time.Duration(rng.Int64N(400_000)) * time.Microsecond
 		fastClock.Add(d)
 		slowClock.Add(d)
 		n := 1 + rng.Int64N(20)
-		rf := mustAllow(t, fast, scope(t, "fast"), charge("b", n, lim))
-		rs := mustAllow(t, slow, scope(t, "slow"), charge("b", n, lim))
-		if rf.OK() != rs.OK() || rf.Remaining() != rs.Remaining() || rf.RetryAfter() != rs.RetryAfter() {
-			t.Fatalf("call %d: fast OK=%v remaining %d retry %v; general OK=%v remaining %d retry %v",
-				i, rf.OK(), rf.Remaining(), rf.RetryAfter(), rs.OK(), rs.Remaining(), rs.RetryAfter())
+		charges := []Charge{charge("b", n, lim)}
+		if i%2 == 1 { // a call charging two buckets, as requests and tokens
+			charges = append(charges, charge("tokens", 1+rng.Int64N(500), tokens))
+		}
+		rf := mustAllow(t, fast, scope(t, "fast"), charges...)
+		rs := mustAllow(t, slow, scope(t, "slow"), charges...)
+		if _, took := rf.reply.(string); took != rf.OK() {
+			t.Fatalf("call %d: admitted %v, by the common decision %v: every admission with no hold or pause takes it", i, rf.OK(), took)
+		}
+		if _, took := rs.reply.(string); took {
+			t.Fatalf("call %d: a clock before 2001 took the common decision", i)
+		}
+		if rf.OK() != rs.OK() || rf.Remaining() != rs.Remaining() || rf.RetryAfter() != rs.RetryAfter() ||
+			rf.RemainingOf("tokens") != rs.RemainingOf("tokens") {
+			t.Fatalf("call %d: fast OK=%v remaining %d/%d retry %v; general OK=%v remaining %d/%d retry %v",
+				i, rf.OK(), rf.Remaining(), rf.RemainingOf("tokens"), rf.RetryAfter(), rs.OK(), rs.Remaining(), rs.RemainingOf("tokens"), rs.RetryAfter())
 		}
 	}
 }
