@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ import (
 // main-thread CPU time per decision (INFO cpu), their ratio
 // (bucket/window), and the script time per call (commandstats). The
 // redis_rate case pairs the bucket with redis_rate's GCRA, which decides
-// one limit alone; the day case charges a Pacific day beside each.
+// one limit alone; the day case charges a Pacific day beside each; the
+// three-buckets case charges three of each kind (a model's requests,
+// input and output tokens, the tokens 100 a call).
 func BenchmarkBucketPaired(b *testing.B) {
 	pacific, err := time.LoadLocation("America/Los_Angeles")
 	if err != nil {
@@ -47,14 +50,22 @@ func BenchmarkBucketPaired(b *testing.B) {
 		{"window-vs-bucket/cost=1", []quota.Limit{never(time.Minute)}, []quota.Limit{bucket}, false},
 		{"window-vs-bucket/with-a-day", []quota.Limit{never(time.Minute), day}, []quota.Limit{bucket, day}, false},
 		{"redis_rate-vs-bucket/cost=1", nil, []quota.Limit{bucket}, true},
+		{"window-vs-bucket/three-buckets", []quota.Limit{never(time.Minute)}, []quota.Limit{bucket}, false},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			ws, bs := server(b), server(b)
 			wlim := limiter(b, ws, quota.WithPipelines(0))
 			blim := limiter(b, bs, quota.WithPipelines(0))
 			peer := redis_rate.NewLimiter(ws)
-			wc := quota.Charge{Bucket: "pool", Units: 1, Limits: v.window}
-			bc := quota.Charge{Bucket: "pool", Units: 1, Limits: v.bucket}
+			wc := []quota.Charge{{Bucket: "pool", Units: 1, Limits: v.window}}
+			bc := []quota.Charge{{Bucket: "pool", Units: 1, Limits: v.bucket}}
+			if strings.HasSuffix(v.name, "three-buckets") {
+				// A model's requests, input and output tokens: three charges.
+				for _, name := range []string{"input", "output"} {
+					wc = append(wc, quota.Charge{Bucket: name, Units: 100, Limits: v.window})
+					bc = append(bc, quota.Charge{Bucket: name, Units: 100, Limits: v.bucket})
+				}
+			}
 			var next atomic.Int64
 			pair := func(ctx context.Context, _ int) error {
 				s := scopes[int(next.Add(1))%n]
@@ -62,10 +73,10 @@ func BenchmarkBucketPaired(b *testing.B) {
 					if _, err := peer.AllowN(ctx, s, peerLimit, 1); err != nil {
 						return err
 					}
-				} else if r, err := wlim.Allow(ctx, s, wc); err != nil || !r.OK() {
+				} else if r, err := wlim.Allow(ctx, s, wc...); err != nil || !r.OK() {
 					return refusedOr(err)
 				}
-				r, err := blim.Allow(ctx, s, bc)
+				r, err := blim.Allow(ctx, s, bc...)
 				if err != nil || !r.OK() {
 					return refusedOr(err)
 				}

@@ -14,7 +14,40 @@
 -- falls through to the general decision, which decides the same way in
 -- every case (bucket.lua's bucket_fit and bucket_admit, written out here).
 
-do
+if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 then
+  -- One bucket, the commonest: written out with no table.
+  local now
+  if ARGV[1] == '' then
+    local t = redis.call('TIME')
+    now = t[1] * 1000000 + t[2]
+  else
+    now = tonumber(ARGV[1])
+  end
+  local r = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+  local m = r[1]
+  if now >= 1e15 and not r[2] and not r[3] and (not m or (#m == BUCKET_LEN and string.sub(m, 1, 4) == '#3r:')) then
+    local c = string.find(ARGV[6], ':', 3, true)
+    local p, rate = tonumber(string.sub(ARGV[6], 2, c - 1)), tonumber(string.sub(ARGV[6], c + 1))
+    local u, s, tail, tn, prev = 0, 0, 0, 0, 0
+    if m then u, s, tail, tn, prev = sunpack(BUCKET, m, 5) end
+    if u <= now and tail <= now then
+      local d = 0
+      if s > 0 and (now - u) * rate < s then d = s - (now - u) * rate end
+      if d <= tonumber(ARGV[5]) * p then
+        local need = tonumber(ARGV[4])
+        s = d + need * p
+        if now > tail then
+          prev, tail, tn = tail, now, need
+        elseif tn < UNKNOWN then
+          tn = tn + need
+        end
+        local ms = math.floor((math.ceil(s / rate) + p) / 1000) + 1000
+        redis.call('SET', KEYS[1], '#3r:' .. spack(BUCKET, now, s, tail, tn, prev), 'PX', ms)
+        return spack('>i8i8', now, math.ceil(d / p))
+      end
+    end
+  end
+else
   local nb = (#ARGV - 3) / 3
   local all = nb >= 1
   for i = 1, nb do
