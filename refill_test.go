@@ -1,10 +1,15 @@
 package tollgate
 
 import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // A token bucket's reserve, Transit and shares apply to its capacity and
@@ -33,5 +38,64 @@ func TestTokenBucketReserveTransitAndShares(t *testing.T) {
 	}
 	if _, err := (Bucket{Limits: []quota.Limit{quota.TokenBucket(100, 1, time.Minute)}, ReserveUnits: 1}).effective("b"); err == nil {
 		t.Error("a reserve that leaves a bucket no refill: no error")
+	}
+}
+
+// TestTokenBucketTransit: requests admitted by a bucket that lengthen
+// made (tollgate's, Transit below the upstream's) and reaching the
+// upstream up to Transit late, in any order, never find the upstream's
+// bucket short. The upstream is modelled as its bucket: its level,
+// refilled at its rate, capped at its capacity, spent by each arrival in
+// arrival order.
+func TestTokenBucketTransit(t *testing.T) {
+	rdb, err := embedded.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	const capacity, refill = 20, 20
+	period, transit := 2*time.Second, 300*time.Millisecond
+	upstream := quota.TokenBucket(capacity, refill, period)
+	enforced := lengthen([]quota.Limit{upstream}, transit)[0]
+	if want := quota.TokenBucket(17, 20, period); enforced != want {
+		t.Fatalf("lengthen: %v, want %v (20·300ms/2s = 3 units less)", enforced, want)
+	}
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 26))
+		now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+		lim, err := quota.New(rdb, quota.WithClock(func() time.Time { return now }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scope := "transit-" + strconv.FormatUint(seed, 10)
+		type arrival struct {
+			at    time.Time
+			units int64
+		}
+		var arrivals []arrival
+		for range 300 {
+			now = now.Add(time.Duration(rng.Int64N(int64(120 * time.Millisecond))))
+			n := 1 + rng.Int64N(4)
+			r, err := lim.Allow(context.Background(), scope, quota.Charge{Bucket: "b", Units: n, Limits: []quota.Limit{enforced}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.OK() {
+				arrivals = append(arrivals, arrival{r.Time().Add(time.Duration(rng.Int64N(int64(transit) + 1))), n})
+			}
+		}
+		slices.SortStableFunc(arrivals, func(a, b arrival) int { return a.at.Compare(b.at) })
+		// The upstream's level, in units times µs of the period: exact.
+		p := period.Microseconds()
+		level, last := int64(capacity)*p, arrivals[0].at
+		for i, a := range arrivals {
+			level = min(level+a.at.Sub(last).Microseconds()*refill, capacity*p)
+			last = a.at
+			if level < a.units*p {
+				t.Fatalf("seed %d: arrival %d (%d units at %v) finds the upstream's bucket at %.2f units",
+					seed, i, a.units, a.at, float64(level)/float64(p))
+			}
+			level -= a.units * p
+		}
 	}
 }
