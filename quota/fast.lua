@@ -1,9 +1,9 @@
 -- fast.lua: the start of the reserve script, and its common decision,
 -- taken before the general code (log.lua, reserve.lua) is even defined.
 --
--- Provides: now (the clock), n (the windows), nread (the keys the general
--- decision reads), read (the metas; reserve.lua reads the pauses into it),
--- for reserve.lua when the common case does not hold.
+-- Provides: now (the clock), n (the windows), read (the metas, then the
+-- pauses), nread (their count), names (the pauses' keys, by their place
+-- in read), for reserve.lua when the common case does not hold.
 -- Needs: binary.lua. KEYS and ARGV are reserve.lua's; its reply is the
 -- other form.
 --
@@ -43,8 +43,7 @@ if ARGV[1] == '' then
 else
   now = tonumber(ARGV[1])
 end
-local n = (#ARGV - 3) / 3
-local nread = #KEYS - n -- the metas, then the pauses; the logs follow
+local n = (#ARGV - 3) / 3 -- KEYS: the metas, then the logs
 local read
 if n == 1 then
   read = {redis.call('GET', KEYS[1])}
@@ -107,7 +106,7 @@ if fast then
         local entries = {}
         for k = 1, nb do entries[k] = sub(m, HEAD + 16 * k - 15, HEAD + 16 * k) end
         entries[BUFFER] = sub(m, 4, 19)
-        local log = KEYS[nread + i]
+        local log = KEYS[n + i]
         if redis.call('RPUSH', log, unpack(entries)) == BUFFER then
           -- The log had gone (evicted, or trimmed whole) while the meta
           -- stayed: a new list has no TTL, so give it the meta's.
@@ -121,8 +120,19 @@ if fast then
   end
   if fast then return reply end
 end
--- The general decision reads the pauses too.
-if nread > n then
-  local p = redis.call('MGET', unpack(KEYS, n + 1, nread))
-  for i = 1, nread - n do read[n + i] = p[i] end
+-- The general decision reads the pauses too, each charge's bucket's and
+-- the scope's, named after the metas (ARGV[3] says where each charge's
+-- windows start when there are several charges), into read after the
+-- metas; nread counts them all.
+local names, firsts = {}, {'1'}
+if ARGV[3] ~= '' then
+  firsts = {}
+  for f in string.gmatch(ARGV[3], '%d+') do firsts[#firsts + 1] = f end
 end
+for j, f in ipairs(firsts) do
+  names[n + j] = string.match(KEYS[tonumber(f)], '^(.*:)[^:]+:meta$') .. 'pause'
+end
+local nread = n + #firsts + 1
+names[nread] = string.match(KEYS[1], '^[^{]*{[^}]*}:') .. 'pause'
+local paused = redis.call('MGET', unpack(names, n + 1, nread))
+for i = n + 1, nread do read[i] = paused[i - n] end

@@ -323,9 +323,11 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 }
 
 // decision checks a decision's input and builds the reserve script's keys
-// and arguments, and the sequence number its entries are named by; the
-// id argument names it (entryID) when named, else it is empty (the
-// reserve script reads no id).
+// and arguments, and the sequence number its entries are named by. Named,
+// for the background script, it names the decision (entryID) and lists
+// the pauses among the keys; otherwise, for the reserve script, which
+// names the pauses after the metas, the id's place says where each
+// charge's windows start when there are several.
 func (l *Limiter) decision(scope string, maxWait int64, charges []Charge, named bool) (keys []string, args []any, seq uint64, err error) {
 	n, err := l.checkCharges(scope, charges)
 	if err != nil {
@@ -334,17 +336,29 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge, named 
 	now, clockArg := l.clockArg()
 	d := decision{seq: l.seq.Add(1)}
 
-	// KEYS: the meta per window, the pause of each bucket, the scope's
-	// pause, then the log per window. ARGV: clock, maxwait, id (of a
-	// background waiter), then per window: units, room (the limit less
-	// units), span.
+	// KEYS: the meta per window, (named:) the pause of each bucket and
+	// the scope's pause, then the log per window. ARGV: clock, maxwait,
+	// id or where the charges start, then per window: units, room (the
+	// limit less units), span.
 	d.keys = make([]string, 0, 2*n+len(charges)+1)
 	var logs [4]string // the windows' logs; more windows spill to the heap
 	windowLogs := logs[:0]
 	d.args = make([]any, 0, 3+3*n)
-	id := ""
-	if named {
+	var id string
+	switch {
+	case named:
 		id = l.entryID(d.seq)
+	case len(charges) > 1:
+		var b strings.Builder
+		first := 1
+		for i, c := range charges {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(first))
+			first += len(c.Limits)
+		}
+		id = b.String()
 	}
 	d.args = append(d.args, clockArg, maxWait, id)
 	var scopePause string
@@ -362,8 +376,10 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge, named 
 			scopePause = w.scopePause
 		}
 	}
-	d.keys = append(d.keys, bucketPauses...)
-	d.keys = append(d.keys, scopePause)
+	if named {
+		d.keys = append(d.keys, bucketPauses...)
+		d.keys = append(d.keys, scopePause)
+	}
 	d.keys = append(d.keys, windowLogs...)
 	return d.keys, d.args, d.seq, nil
 }
