@@ -216,12 +216,21 @@ func TestBucketOlderStatusSkipsIt(t *testing.T) {
 			t.Errorf("%s: usage on a bucket's key: %v, want a FORMAT error (ErrFormat)", name, err)
 		}
 	}
-	reserves := map[string]*redis.Script{"format 3 without buckets": noBucketReserve, "format 2": previousScript(t, "fast", "log", "decide", "reserve")}
-	for name, script := range reserves {
-		err = script.Run(ctx, client, []string{b.meta, b.pause, b.scopePause, b.log}, at, 0, "", 1, 49, rpm.Window.Microseconds()).Err()
-		if err == nil || !errors.Is(redisError(ctx, "reserve", err), ErrFormat) {
-			t.Errorf("%s: a decision on a bucket's key: %v, want a FORMAT error (ErrFormat)", name, err)
-		}
+	// A decision's keys and arguments as each version sent them (the
+	// bucket's span in place of a window's length).
+	keys, args, _, err := l.decision(s, 0, []Charge{charge("alone", 1, rpm)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args[len(args)-1] = rpm.Window.Microseconds()
+	err = noBucketReserve.Run(ctx, client, keys, args...).Err()
+	if err == nil || !errors.Is(redisError(ctx, "reserve", err), ErrFormat) {
+		t.Errorf("format 3 without buckets: a decision on a bucket's key: %v, want a FORMAT error (ErrFormat)", err)
+	}
+	err = previousScript(t, "fast", "log", "decide", "reserve").Run(ctx, client,
+		[]string{b.meta, b.pause, b.scopePause, b.log}, at, 0, "", 1, 49, rpm.Window.Microseconds()).Err()
+	if err == nil || !errors.Is(redisError(ctx, "reserve", err), ErrFormat) {
+		t.Errorf("format 2: a decision on a bucket's key: %v, want a FORMAT error (ErrFormat)", err)
 	}
 	if u := mustUsage(t, l, s, "alone", rpm); u.Used != 3 {
 		t.Errorf("after the previous version's tries: used %d, want 3", u.Used)

@@ -36,6 +36,7 @@ var bucketSuite = []struct {
 	{"Announce", testBucketAnnounce},
 	{"NoLease", testBucketNoLease},
 	{"BackgroundBehindInteractive", testBucketBackground},
+	{"Pause", testBucketPause},
 }
 
 func runBucketSuite(t *testing.T, b *backend) {
@@ -701,5 +702,35 @@ func TestBucketLearnedLimit(t *testing.T) {
 	got := d.Enforced(Announced{Limit: 4000, Reset: time.Unix(1, 0)}, true)
 	if want := TokenBucket(3600, 3600, time.Minute); len(got) != 1 || got[0] != want {
 		t.Errorf("Enforced = %v, want [%v]", got, want)
+	}
+}
+
+// testBucketPause: a pause of the bucket, or of the scope, stops a token
+// bucket's decisions, alone or with another bucket, until it ends.
+func testBucketPause(t *testing.T, b *backend) {
+	ctx := context.Background()
+	clock := testclock.New(bucketStart)
+	l := b.limiter(t, WithClock(clock.Now))
+	s := scope(t, "s")
+	rpm := TokenBucket(10, 10, 10*time.Second)
+	tokens := TokenBucket(1000, 1000, 10*time.Second)
+	both := []Charge{charge("requests", 1, rpm), charge("tokens", 100, tokens)}
+	for _, pause := range []struct {
+		bucket  string
+		charges []Charge
+	}{{"requests", both[:1]}, {"requests", both}, {"tokens", both}, {"", both}} {
+		if err := l.Pause(ctx, s, pause.bucket, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		r := mustAllow(t, l, s, pause.charges...)
+		c, ok := r.Constraint()
+		if r.OK() || r.RetryAfter() != 5*time.Second || !ok || !c.Paused || c.Bucket != pause.bucket {
+			t.Errorf("paused %q: OK=%v RetryAfter=%v constraint %+v %v, want refused for 5s by that pause",
+				pause.bucket, r.OK(), r.RetryAfter(), c, ok)
+		}
+		clock.Add(5 * time.Second)
+		if r := mustAllow(t, l, s, pause.charges...); !r.OK() {
+			t.Errorf("after the pause of %q: refused", pause.bucket)
+		}
 	}
 }

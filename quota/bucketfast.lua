@@ -10,7 +10,8 @@
 -- requests, input tokens and output tokens a minute; the server's clock
 -- (or a caller's after 2001, as fast.lua); no pause key set, no hold
 -- waiting and room now in every bucket: the call is counted with one MGET
--- (the states and the pause keys) and one SET per bucket. Anything else
+-- (the states and the pause keys, named after the states' as fast.lua
+-- names them) and one SET per bucket. Anything else
 -- falls through to the general decision, which decides the same way in
 -- every case (bucket.lua's bucket_fit and bucket_admit, written out here).
 
@@ -23,7 +24,9 @@ if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 then
   else
     now = tonumber(ARGV[1])
   end
-  local r = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+  -- The pauses, named after the state's key: its bucket's, its scope's.
+  local bucket = string.match(KEYS[1], '^(.*:)[^:]+:tat$')
+  local r = redis.call('MGET', KEYS[1], bucket .. 'pause', string.match(bucket, '^[^{]*{[^}]*}:') .. 'pause')
   local m = r[1]
   if now >= 1e15 and not r[2] and not r[3] and (not m or (#m == BUCKET_LEN and string.sub(m, 1, 4) == '#3r:')) then
     local c = string.find(ARGV[6], ':', 3, true)
@@ -64,8 +67,16 @@ else
     else
       now = tonumber(ARGV[1])
     end
-    local nread = #KEYS - nb -- the states, then the pauses
-    local r = redis.call('MGET', unpack(KEYS, 1, nread))
+    -- The states, then the pauses, named after the states' keys: each
+    -- bucket's, and the scope's.
+    local names = {}
+    for i = 1, nb do
+      names[i] = KEYS[i]
+      names[nb + i] = string.match(KEYS[i], '^(.*:)[^:]+:tat$') .. 'pause'
+    end
+    local nread = 2 * nb + 1
+    names[nread] = string.match(KEYS[1], '^[^{]*{[^}]*}:') .. 'pause'
+    local r = redis.call('MGET', unpack(names))
     local go = now >= 1e15
     for i = nb + 1, nread do
       if r[i] then go = false end

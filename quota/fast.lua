@@ -130,7 +130,8 @@ if ARGV[3] ~= '' then
   for f in string.gmatch(ARGV[3], '%d+') do firsts[#firsts + 1] = f end
 end
 for j, f in ipairs(firsts) do
-  names[n + j] = string.match(KEYS[tonumber(f)], '^(.*:)[^:]+:meta$') .. 'pause'
+  -- (':[^:]+$', not ':meta$': a token bucket's state ends ':tat'; bucket.lua)
+  names[n + j] = string.match(KEYS[tonumber(f)], '^(.*:)[^:]+:[^:]+$') .. 'pause'
 end
 local nread = n + #firsts + 1
 names[nread] = string.match(KEYS[1], '^[^{]*{[^}]*}:') .. 'pause'
