@@ -52,13 +52,19 @@ local function bucket_error(key)
   error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0)
 end
 
--- A bucket named by span "r<period µs>:<refill>", its state in key. C
--- (the capacity) is the caller's to set.
+-- A bucket's span (quota's prepared.go): "r", then big-endian 8-byte
+-- integers: the period (µs), the refill, and the lengths of its state
+-- key's start that name its bucket ("<prefix>{S}:B:") and its scope
+-- ("<prefix>{S}:"), after which its pause keys are named.
+local SPAN = '>i8i8i8i8'
+local SPAN_LEN = 1 + 32
+
+-- A bucket named by span, its state in key. C (the capacity) is the
+-- caller's to set.
 local function bucket_limit(key, span)
-  local p, r = string.match(span, '^r(%d+):(%d+)$')
-  if not p then error('ERR tollgate: a token bucket span ' .. span, 0) end
-  return {bucket = true, key = key, P = tonumber(p), R = tonumber(r),
-    u = 0, s = 0, tail = 0, tn = 0, prev = 0}
+  if #span ~= SPAN_LEN then error('ERR tollgate: a token bucket span of ' .. #span .. ' bytes', 0) end
+  local p, r = sunpack(SPAN, span, 2)
+  return {bucket = true, key = key, P = p, R = r, u = 0, s = 0, tail = 0, tn = 0, prev = 0}
 end
 
 -- Read the state m (a string, or false for none: a full bucket).

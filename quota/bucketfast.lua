@@ -15,7 +15,7 @@
 -- falls through to the general decision, which decides the same way in
 -- every case (bucket.lua's bucket_fit and bucket_admit, written out here).
 
-if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 then
+if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 and #ARGV[6] == SPAN_LEN then
   -- One bucket, the commonest: written out with no table.
   local now
   if ARGV[1] == '' then
@@ -24,13 +24,13 @@ if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 then
   else
     now = tonumber(ARGV[1])
   end
-  -- The pauses, named after the state's key: its bucket's, its scope's.
-  local bucket = string.match(KEYS[1], '^(.*:)[^:]+:tat$')
-  local r = redis.call('MGET', KEYS[1], bucket .. 'pause', string.match(bucket, '^[^{]*{[^}]*}:') .. 'pause')
+  -- The pauses, named after the state's key (bucket.lua's SPAN): its
+  -- bucket's, its scope's.
+  local p, rate, bl, sl = sunpack(SPAN, ARGV[6], 2)
+  local key = KEYS[1]
+  local r = redis.call('MGET', key, string.sub(key, 1, bl) .. 'pause', string.sub(key, 1, sl) .. 'pause')
   local m = r[1]
   if now >= 1e15 and not r[2] and not r[3] and (not m or (#m == BUCKET_LEN and string.sub(m, 1, 4) == '#3r:')) then
-    local c = string.find(ARGV[6], ':', 3, true)
-    local p, rate = tonumber(string.sub(ARGV[6], 2, c - 1)), tonumber(string.sub(ARGV[6], c + 1))
     local u, s, tail, tn, prev = 0, 0, 0, 0, 0
     if m then u, s, tail, tn, prev = sunpack(BUCKET, m, 5) end
     if u <= now and tail <= now then
@@ -54,7 +54,7 @@ else
   local nb = (#ARGV - 3) / 3
   local all = nb >= 1
   for i = 1, nb do
-    if string.byte(ARGV[3 * i + 3], 1) ~= 114 then -- 'r'
+    if string.byte(ARGV[3 * i + 3], 1) ~= 114 or #ARGV[3 * i + 3] ~= SPAN_LEN then -- 'r'
       all = false
       break
     end
@@ -70,12 +70,15 @@ else
     -- The states, then the pauses, named after the states' keys: each
     -- bucket's, and the scope's.
     local names = {}
+    local sl
     for i = 1, nb do
+      local _, _, bl, l = sunpack(SPAN, ARGV[3 * i + 3], 2)
+      sl = l
       names[i] = KEYS[i]
-      names[nb + i] = string.match(KEYS[i], '^(.*:)[^:]+:tat$') .. 'pause'
+      names[nb + i] = string.sub(KEYS[i], 1, bl) .. 'pause'
     end
     local nread = 2 * nb + 1
-    names[nread] = string.match(KEYS[1], '^[^{]*{[^}]*}:') .. 'pause'
+    names[nread] = string.sub(KEYS[1], 1, sl) .. 'pause'
     local r = redis.call('MGET', unpack(names))
     local go = now >= 1e15
     for i = nb + 1, nread do
@@ -84,10 +87,9 @@ else
     local st = {}
     for i = 1, nb do
       if not go then break end
-      local m, span = r[i], ARGV[3 * i + 3]
-      local c = string.find(span, ':', 3, true)
-      local x = {p = tonumber(string.sub(span, 2, c - 1)), rate = tonumber(string.sub(span, c + 1)),
-        u = 0, s = 0, tail = 0, tn = 0, prev = 0, d = 0}
+      local m = r[i]
+      local x = {u = 0, s = 0, tail = 0, tn = 0, prev = 0, d = 0}
+      x.p, x.rate = sunpack(SPAN, ARGV[3 * i + 3], 2)
       if m then
         if #m ~= BUCKET_LEN or string.sub(m, 1, 4) ~= '#3r:' then
           go = false

@@ -6,7 +6,7 @@
 --
 -- Provides: limit(), load(), cut(), expire(), fit(), append(), save(),
 -- find(), change(), scan(), each log.lua's for a window and the bucket's
--- for a limit whose span is a bucket's ("r<period>:<refill>").
+-- for a limit whose span is a bucket's ("r" and bucket.lua's SPAN).
 -- Needs: log.lua, bucket.lua. It comes right after log.lua, so that the
 -- parts after it call these.
 --

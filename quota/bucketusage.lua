@@ -5,7 +5,7 @@
 --
 -- KEYS: usage.lua's: the bucket's state (twice), the bucket's pause, the
 --       scope's pause
--- ARGV: clock, span ("r<period>:<refill>"), capacity
+-- ARGV: clock, span ("r" and bucket.lua's SPAN), capacity
 -- Reply: {now, used, held, nextfree, reset, resume}
 --   used:     units out of the bucket at now (its capacity less its
 --             level), holds included; more than the capacity after
