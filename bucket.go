@@ -86,6 +86,9 @@ func (b Bucket) check(name string) ([]quota.Limit, error) {
 		if keep := b.keep(l.Units); keep >= l.Units {
 			return nil, configErrorf("bucket %q: a reserve of %d leaves nothing of limit %v", name, keep, l)
 		}
+		if keep := b.keep(l.Refill); l.Refill > 0 && keep >= l.Refill {
+			return nil, configErrorf("bucket %q: a reserve of %d leaves nothing of the refill of limit %v", name, keep, l)
+		}
 		out[i] = l
 	}
 	return out, nil
@@ -104,6 +107,9 @@ func sameWindow(a, b quota.Limit) bool {
 	}
 	if a.Calendar || b.Calendar {
 		return a.Calendar && b.Calendar && a.Location.String() == b.Location.String()
+	}
+	if (a.Refill > 0) != (b.Refill > 0) {
+		return false // a token bucket and a window have keys of their own
 	}
 	return a.Window.Truncate(time.Microsecond) == b.Window.Truncate(time.Microsecond)
 }

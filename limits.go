@@ -13,7 +13,8 @@ import (
 // ReservePercent), scaled to the FailLocal mode's LocalShare on its
 // in-process limiter, scaled again to BackgroundShare for background
 // requests, each share at least one unit, and its window (sliding or
-// fixed) lengthened by Transit. The limits configured are computed so
+// fixed) lengthened by Transit; a token bucket's refill is reserved and
+// shared as its capacity is, and Transit takes from its capacity. The limits configured are computed so
 // once, in New; a limit an upstream announces (Bucket.Follows) is computed
 // the same way as each request needs it (limits.of).
 
@@ -66,11 +67,31 @@ func (a *limits) window(w time.Duration, calendar bool) time.Duration {
 }
 
 // enforce returns the limit tollgate enforces for an upstream limit of
-// bucket b.
+// bucket b. A token bucket's refill is reserved and shared as its
+// capacity is, and Transit takes from its capacity (see inTransit) where
+// it lengthens a window.
 func (a *limits) enforce(b Bucket, l quota.Limit, background, local bool) quota.Limit {
 	l.Units = a.units(b, l.Units, background, local)
+	if l.Refill > 0 {
+		l.Refill = a.units(b, l.Refill, background, local)
+		l.Units = a.inTransit(l)
+		return l
+	}
 	l.Window = a.window(l.Window, l.Calendar)
 	return l
+}
+
+// inTransit returns the capacity tollgate keeps of a token bucket, which
+// keeps its period: requests admitted over any span reach the upstream
+// over a span up to Transit shorter, in which the upstream's bucket
+// refills Refill·Transit/period less, so tollgate's capacity is that much
+// below (at least 1 unit). A capacity still to be learned stays 0.
+func (a *limits) inTransit(l quota.Limit) int64 {
+	if l.Units <= 0 || a.transit <= 0 {
+		return l.Units
+	}
+	less := int64(math.Ceil(float64(l.Refill) * float64(a.transit) / float64(l.Window)))
+	return max(l.Units-less, 1)
 }
 
 // decider returns a limiter with the limits it enforces, computed from
@@ -115,8 +136,13 @@ func (a *limits) of(d *decider, scope, bucket string, background bool) ([]quota.
 	first := lims[0]
 	if ln.Limit > 0 {
 		first.Units = a.units(a.buckets[bucket], ln.Limit, background, d.local)
+		if first.Refill > 0 {
+			// A learned token bucket refills its capacity a period.
+			first.Refill = first.Units
+			first.Units = a.inTransit(first)
+		}
 	}
-	if ln.Window > 0 && !first.Calendar {
+	if ln.Window > 0 && !first.Calendar && first.Refill == 0 {
 		first.Window = a.window(ln.Window, false)
 	}
 	if first.Fixed {

@@ -61,10 +61,15 @@ end
 -- upstream took its count, which it could not hold (an entry holding
 -- calls from both sides of t counts as after it: the count of others'
 -- spending is then too high, never too low). The log is sorted by time,
--- so they are read from its tail, after the open slice.
+-- so they are read from its tail, after the open slice and the closed
+-- slices the meta holds.
 local function after(L, t)
   if t == 0 or L.head == 0 or L.tail <= t then return 0 end
   local units, to = L.open.u, -1
+  for k = #L.buf, 1, -1 do
+    if L.buf[k].t <= t then return units end
+    units = units + L.buf[k].u
+  end
   while true do
     local batch = redis.call('LRANGE', L.log, to - BATCH + 1, to)
     for i = #batch, 1, -1 do

@@ -73,6 +73,7 @@ func testAnnounceAsOf(t *testing.T, b *backend) {
 	counted := mustAllow(t, l, s, charge("b", 10, lim))
 	clock.Add(time.Second)
 	mustAllow(t, l, s, charge("b", 3, lim)) // in flight when the upstream counted
+	clock.Add(100 * time.Millisecond)       // another slice: the 3 close into the meta
 	mustAllow(t, l, s, charge("b", 2, lim))
 	// The upstream counts 30: the 10 it had seen and 20 spent elsewhere.
 	a := Announcement{Used: 30, Reset: t0.Add(30 * time.Second), AsOf: counted.Time()}

@@ -99,6 +99,8 @@ var suite = []struct {
 	{"HostileNames", testHostileNames},
 	{"FastPathAgreesWithGeneral", testFastPathAgrees},
 	{"UpgradeFromFormat1", testUpgradeFromFormat1},
+	{"UpgradeFromFormat2", testUpgradeFromFormat2},
+	{"PauseReachesTheMetas", testPauseReachesTheMetas},
 	{"SlicedMatchesUnsliced", testSlicedMatchesUnsliced},
 	{"RandomOperationsKeepTheLimit", testRandomOperationsKeepTheLimit},
 	{"LaterFormatRefused", testLaterFormatRefused},

@@ -23,8 +23,8 @@ for i = 1, (#ARGV - 2) / 2 do
   local where = find(L, at)
   if where then
     change(L, where, -tonumber(ARGV[2 * i + 1]))
-    save(L, now)
     given = given + 1
   end
+  if where or L.dirty then save(L, now) end -- find() may have pushed closed slices
 end
 return given

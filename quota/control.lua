@@ -1,7 +1,8 @@
 -- control.lua: the kill switch. Pause a bucket, or a whole scope, for a
 -- reason, or lift pauses, and tell every process listening.
 --
--- Needs: clock.lua. (It writes a pause as log.lua's pause_end() reads it,
+-- Needs: clock.lua, binary.lua, reach.lua. (It writes a pause as
+-- log.lua's pause_end() reads it,
 -- the instant in µs as a decimal integer, and as pause.lua does: a longer
 -- pause already set stays.)
 --
@@ -54,6 +55,7 @@ if old and old >= resume then
     if u and tonumber(u) == old then text = t end
   end
   local up = redis.call('GET', KEYS[3])
+  reach(KEYS[1], old, now)
   tell(old - now)
   return {old, text, now, (up and tonumber(up) == old) and 1 or 0}
 end
@@ -69,5 +71,6 @@ if ARGV[9] == '1' then
 else
   redis.call('DEL', KEYS[3])
 end
+reach(KEYS[1], resume, now)
 tell(resume - now)
 return {resume, reason, now, ARGV[9] == '1' and 1 or 0}

@@ -1,15 +1,16 @@
 -- decide.lua: the general decision, in parts that the reserve and
 -- background scripts put together their own ways.
 --
--- Provides: windows(n, nread), prepare(limits, read, nread, now),
+-- Provides: windows(n, nread), prepare(limits, read, nread, now, names),
 -- place(limits, t0, by), admit(limits, at, now), rooms(limits),
 -- keep(limits, now).
 -- Needs: log.lua.
 --
--- KEYS (every decision script): meta_1, ..., meta_n, the pause of each
--- bucket charged and the scope's, then log_1, ..., log_n
--- (and whatever a script adds after them). ARGV from 4 on: per limit,
--- units, room (its limit less units), span (see limit() in log.lua).
+-- KEYS (every decision script): meta_1, ..., meta_n, then (but for the
+-- reserve script, which names them after the metas) the pause of each
+-- bucket charged and the scope's, then log_1, ..., log_n (and whatever a
+-- script adds after them). ARGV from 4 on: per limit, units, room (its
+-- limit less units), span (see limit() in log.lua).
 
 -- The limits of a decision of n windows whose KEYS read first are nread.
 local function windows(n, nread)
@@ -25,10 +26,10 @@ end
 
 -- Bring every log up to date where it matters and find where a new entry
 -- may go: after the newest entry of each log it joins (first come, first
--- served), and after any pause of its buckets or scope. Returns that
--- instant and what set it (see reserve.lua's reply), or nil and an error
--- reply.
-local function prepare(limits, read, nread, now)
+-- served), and after any pause of its buckets or scope (read after the
+-- metas, to nread; named by names, else by KEYS). Returns that instant and
+-- what set it (see reserve.lua's reply), or nil and an error reply.
+local function prepare(limits, read, nread, now, names)
   local t0, n = now, #limits
   for i, L in ipairs(limits) do
     load(L, read[i])
@@ -49,10 +50,17 @@ local function prepare(limits, read, nread, now)
     end
     if L.sum > L.leased and L.tail > t0 then t0 = L.tail end
   end
-  local by = 0
+  local by, pz = 0, 0
   for i = n + 1, nread do
-    local u = pause_end(KEYS[i], read[i])
+    local u = pause_end((names or KEYS)[i], read[i])
     if u and u > t0 then t0, by = u, -(i - n) end
+    if u and u > now and u > pz then pz = u end
+  end
+  -- The metas' pause field: the pauses in force (the most of them, for
+  -- every window: never less than its own), or 0 once none is, which
+  -- lets fast.lua decide again after a resume.
+  for _, L in ipairs(limits) do
+    if L.pz ~= pz and (pz > 0 or L.pz > now) then L.pz, L.dirty = pz, true end
   end
   return t0, by
 end

@@ -126,8 +126,11 @@ func (d Description) Enforced(a Announced, ok bool) []Limit {
 		keep := d.ReserveUnits + int64(math.Ceil(float64(a.Limit)*d.ReservePercent/100))
 		first.Units = max(a.Limit-keep, 1)
 	}
-	if ok && a.Window > 0 && !first.Calendar {
+	if ok && a.Window > 0 && !first.Calendar && !first.refilling() {
 		first.Window = a.Window + d.Transit
+	}
+	if first.refilling() && first.Units > 0 {
+		first.Refill = first.Units // a learned bucket refills its capacity a period
 	}
 	if ok && first.Fixed {
 		first.Ends = a.Reset
@@ -184,16 +187,17 @@ func (l *Limiter) descriptionKey(scope, bucket string) string {
 // The stored form of a Description: JSON, instants and windows in µs,
 // read strictly (see readDescription).
 type storedDescription struct {
-	Version        int           `json:"v"`
-	Scope          string        `json:"scope"`
-	Bucket         string        `json:"bucket"`
-	Limits         []storedLimit `json:"limits"`
-	Quotas         []int64       `json:"quotas,omitempty"`
-	InFlight       int           `json:"in_flight,omitempty"`
-	Announced      string        `json:"announced,omitempty"`
-	ReserveUnits   int64         `json:"reserve_units,omitempty"`
-	ReservePercent float64       `json:"reserve_percent,omitempty"`
-	Transit        int64         `json:"transit_us,omitempty"`
+	Version        int               `json:"v"`
+	Scope          string            `json:"scope"`
+	Bucket         string            `json:"bucket"`
+	Limits         []storedLimit     `json:"limits"`
+	Quotas         []int64           `json:"quotas,omitempty"`
+	InFlight       int               `json:"in_flight,omitempty"`
+	Announced      string            `json:"announced,omitempty"`
+	ReserveUnits   int64             `json:"reserve_units,omitempty"`
+	ReservePercent float64           `json:"reserve_percent,omitempty"`
+	Transit        int64             `json:"transit_us,omitempty"`
+	Refilling      []storedRefilling `json:"refilling,omitempty"`
 }
 
 type storedLimit struct {
@@ -205,15 +209,44 @@ type storedLimit struct {
 	Name   string `json:"name,omitempty"`
 }
 
-// descriptionVersion numbers the stored form; a reader refuses others.
+// A token bucket of a description, stored apart from the windows (in
+// "refilling"), so that a reader of an earlier version, which knows no
+// such field, skips it rather than reading it as a window. At is its
+// place among Limits; Quota its quota (0: not told).
+type storedRefilling struct {
+	At     int    `json:"at"`
+	Units  int64  `json:"units"`
+	Window int64  `json:"window_us"`
+	Refill int64  `json:"refill"`
+	Name   string `json:"name,omitempty"`
+	Quota  int64  `json:"quota,omitempty"`
+}
+
+// descriptionVersion numbers the stored form; a reader refuses others. A
+// description whose token buckets a reader of version 1 could not skip
+// (every limit a bucket, or the announced first one) is stored as version
+// 2, which such a reader refuses.
 const descriptionVersion = 1
+
+// descriptionBuckets is the version of a description with token buckets
+// that a reader of version 1 could not skip.
+const descriptionBuckets = 2
 
 func (d Description) stored() storedDescription {
 	s := storedDescription{
 		Version: descriptionVersion, Scope: d.Scope, Bucket: d.Bucket, Quotas: d.Quotas, InFlight: d.InFlight,
 		Announced: d.Announced, ReserveUnits: d.ReserveUnits, ReservePercent: d.ReservePercent, Transit: d.Transit.Microseconds(),
 	}
-	for _, lim := range d.Limits {
+	var quotas []int64
+	for i, lim := range d.Limits {
+		if lim.refilling() {
+			sr := storedRefilling{At: i, Units: lim.Units, Window: lim.Window.Microseconds(), Refill: lim.Refill, Name: lim.Name}
+			if i < len(d.Quotas) {
+				sr.Quota = d.Quotas[i]
+			}
+			s.Refilling = append(s.Refilling, sr)
+			continue
+		}
 		sl := storedLimit{Units: lim.Units, Window: lim.Window.Microseconds(), Fixed: lim.Fixed, Name: lim.Name}
 		if lim.Calendar {
 			sl.Zone = lim.Location.String()
@@ -222,6 +255,15 @@ func (d Description) stored() storedDescription {
 			sl.Ends = lim.Ends.UnixMicro()
 		}
 		s.Limits = append(s.Limits, sl)
+		if i < len(d.Quotas) {
+			quotas = append(quotas, d.Quotas[i])
+		}
+	}
+	if len(s.Refilling) > 0 {
+		s.Quotas = quotas // the windows' alone, as a reader of version 1 pairs them
+		if len(s.Limits) == 0 || (d.Announced != "" && s.Refilling[0].At == 0) {
+			s.Version = descriptionBuckets
+		}
 	}
 	return s
 }
@@ -237,8 +279,8 @@ func readDescription(key string, v []byte) (Description, error) {
 	if err := json.Unmarshal(v, &s); err != nil {
 		return Description{}, bad(err.Error())
 	}
-	if s.Version != descriptionVersion {
-		return Description{}, bad(fmt.Sprintf("version %d, not %d", s.Version, descriptionVersion))
+	if s.Version != descriptionVersion && s.Version != descriptionBuckets {
+		return Description{}, bad(fmt.Sprintf("version %d, not %d or %d", s.Version, descriptionVersion, descriptionBuckets))
 	}
 	d := Description{
 		Scope: s.Scope, Bucket: s.Bucket, Quotas: s.Quotas, InFlight: s.InFlight, Announced: s.Announced,
@@ -257,6 +299,43 @@ func readDescription(key string, v []byte) (Description, error) {
 			lim.Ends = time.UnixMicro(sl.Ends)
 		}
 		d.Limits = append(d.Limits, lim)
+	}
+	if len(s.Refilling) > 0 {
+		// The token buckets back in their places, the quotas with them.
+		if len(s.Quotas) > 0 && len(s.Quotas) != len(d.Limits) {
+			return Description{}, bad("one quota per window, or none")
+		}
+		all := make([]Limit, 0, len(d.Limits)+len(s.Refilling))
+		var quotas []int64
+		w := 0
+		for _, sr := range s.Refilling {
+			if sr.At < len(all) || sr.At > len(all)+len(d.Limits)-w {
+				return Description{}, bad(fmt.Sprintf("a token bucket at %d", sr.At))
+			}
+			for len(all) < sr.At {
+				all = append(all, d.Limits[w])
+				if len(s.Quotas) > 0 {
+					quotas = append(quotas, s.Quotas[w])
+				}
+				w++
+			}
+			all = append(all, Limit{Units: sr.Units, Window: time.Duration(sr.Window) * time.Microsecond, Refill: sr.Refill, Name: sr.Name})
+			quotas = append(quotas, sr.Quota)
+		}
+		for ; w < len(d.Limits); w++ {
+			all = append(all, d.Limits[w])
+			if len(s.Quotas) > 0 {
+				quotas = append(quotas, s.Quotas[w])
+			}
+		}
+		d.Limits = all
+		d.Quotas = nil
+		for _, q := range quotas {
+			if q != 0 {
+				d.Quotas = quotas
+				break
+			}
+		}
 	}
 	if err := d.validate(); err != nil {
 		return Description{}, bad(err.Error())

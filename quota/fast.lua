@@ -1,104 +1,139 @@
 -- fast.lua: the start of the reserve script, and its common decision,
 -- taken before the general code (log.lua, reserve.lua) is even defined.
 --
--- Provides: stamp (the clock, a string), now (the same, a number), n (the
--- windows), nread (the keys MGET read), read (their values), for
--- reserve.lua when the common case does not hold.
--- Needs: nothing. KEYS and ARGV are reserve.lua's; its reply is the other
--- form.
+-- Provides: now (the clock), n (the windows), read (the metas, then the
+-- pauses), nread (their count), names (the pauses' keys, by their place
+-- in read), for reserve.lua when the common case does not hold.
+-- Needs: binary.lua. KEYS and ARGV are reserve.lua's; its reply is the
+-- other form.
 --
--- It reads the clock and, in one MGET, every window's meta and the pauses
--- of its buckets and scope. A meta holds an instant until which its window
--- needs no care: no hold waits, no entry is old enough to trim, no day has
+-- It reads the clock and every window's meta (one GET, or one MGET for
+-- several windows). A meta holds an instant until which its window needs
+-- no care: no hold waits, no entry is old enough to trim, no day has
 -- ended, the TTL reaches past a new entry's window (log.lua's save() sets
--- it, to 0 while holds wait). Before that instant, when every limit has
--- room now (counting entries that may have left the window, so the sum is
--- if anything too high) and no pause is set, the call is counted in the
--- window's open slice with one SET of its meta per window (and, when the
--- call starts a new slice, one RPUSH of the slice it closes). Otherwise it
--- falls through to reserve.lua, which decides the same way in every case.
+-- it, to 0 while holds wait); and the instant until which a pause of its
+-- bucket or scope may hold (written there by the pause, log.lua's
+-- reach()). When the clock lies between the two for every window, and
+-- every limit has room now (counting entries that may have left the
+-- window, so the sum is if anything too high), the call is counted in the
+-- window's open slice with one SET of its meta per window. A call that
+-- starts a new slice closes the open one into the meta's closed slices,
+-- and when BUFFER of them are there, one RPUSH takes them all to the log.
+-- Otherwise it falls through to reserve.lua, which decides the same way
+-- in every case.
 --
--- This path is what most decisions cost Redis, so it avoids what Lua makes
--- slow: every redis.call, tonumber() (strtod), string.format (a C call),
--- patterns with captures (a microsecond for a meta). The instant stays the
--- string `stamp`, compared as text with the meta's until and with the end
--- of its open slice: all are 16 digits (µs from 2001 to 2286; save() pads
--- them), and digit strings of one length sort as their numbers do in every
--- collation. The fields a call changes come first, found by plain finds.
--- A meta of another Redis format does not begin with "#2:"
--- (keys.go), and takes the general path, which reads it exactly or refuses
--- it. The check against each limit reads the sum against room, units less
--- the call's, sent by the caller. The reply is one string,
--- "<now>:<sum_1>:...:<sum_n>" with the sums before this call, from which
+-- This path is what most decisions cost Redis, so it runs as few commands
+-- as a decision can (the clock, one read, one write per window) and
+-- spares Lua its slow parts: the meta's fields are read by one
+-- struct.unpack and the changed ones written by one struct.pack (C calls),
+-- the rest copied as bytes; a closed slice and the reply are bytes of the
+-- meta, and the caller's units and room are the only strings made numbers
+-- (string.format and tostring cost a C sprintf each). A meta of another Redis
+-- format does not begin with "#3:" (keys.go), and takes the general path,
+-- which reads it exactly or refuses it; so does a clock before 2001
+-- (15-digit instants), which the tests use to run the general path alone.
+-- The reply is one string of 8-byte big-endian integers, the instant and
+-- each window's sum before this call (copied from its meta), from which
 -- the caller works out what remains.
 
-local stamp
+local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
-  stamp = t[1] .. string.sub('00000' .. t[2], -6)
+  now = t[1] * 1000000 + t[2]
 else
-  stamp = ARGV[1]
+  now = tonumber(ARGV[1])
 end
-local n = (#ARGV - 3) / 3
-local nread = #KEYS - n -- the metas, then the pauses; the logs follow
-local read = redis.call('MGET', unpack(KEYS, 1, nread))
+local n = (#ARGV - 3) / 3 -- KEYS: the metas, then the logs
+local read
+if n == 1 then
+  read = {redis.call('GET', KEYS[1])}
+else
+  read = redis.call('MGET', unpack(KEYS, 1, n))
+end
 
-local fast = #stamp == 16
-for i = n + 1, nread do
-  if read[i] then fast = false end
+local sub = string.sub
+
+-- The common case holds for window i, whose meta m holds until, sum,
+-- pause and closed slices nb: the meta is of this format, its window
+-- needs no care now, no pause reaches it, and its limit has room.
+local function holds(i, m, til, sum, pz, nb)
+  return now < til and now >= pz and nb < BUFFER and #m >= HEAD + 16 * nb and
+    sum <= tonumber(ARGV[3 * i + 2])
 end
-local sub, find = string.sub, string.find
-local metas = {}
+
+local fast = now >= 1e15
+for i = 1, n do
+  local m = read[i]
+  if not m or #m < HEAD or sub(m, 1, 3) ~= '#3:' then
+    fast = false
+    break
+  end
+  if n > 1 then -- one window is checked as it is written, below
+    local _, _, sum, _, nb, til, pz = sunpack(META, m, 4)
+    if not holds(i, m, til, sum, pz, nb) then
+      fast = false
+      break
+    end
+  end
+end
 if fast then
+  local reply = spack('>i8', now)
   for i = 1, n do
     local m = read[i]
-    if not m or sub(m, 1, 3) ~= '#2:' or sub(m, 4, 19) <= stamp or sub(m, 37, 37) ~= ':' then
+    local at, units, sum, en, nb, til, pz, _, exp, origin, slice = sunpack(META, m, 4)
+    if n == 1 and not holds(i, m, til, sum, pz, nb) then
       fast = false
       break
     end
-    -- The colons that end the sum (a), the open slice's units (b) and the
-    -- instant of its latest call (c): plain finds, which cost Lua far
-    -- less than a pattern with captures.
-    local a = find(m, ':', 38, true)
-    local b = a and find(m, ':', a + 1, true)
-    local c = b and find(m, ':', b + 1, true)
-    local sum = c and tonumber(sub(m, 38, a - 1))
-    if not sum or sum > tonumber(ARGV[3 * i + 2]) then
-      fast = false
-      break
-    end
-    metas[i] = {sum, a, b, c}
-  end
-end
-if fast then
-  local reply, now = stamp, nil
-  for i = 1, n do
-    local m, f = read[i], metas[i]
-    local sum, a, b, c = f[1], f[2], f[3], f[4]
     local add = tonumber(ARGV[3 * i + 1])
-    local units = sub(m, a + 1, b - 1)
-    local head
-    if stamp < sub(m, 21, 36) then
+    local meta
+    if now < en then
       -- The call falls in the open slice, which ends after it.
-      head = sub(m, 1, 37) .. string.format('%d:%d:', sum + add, tonumber(units) + add)
+      if now > at then at = now end
+      meta = '#3:' .. spack('>i8i8i8', at, units + add, sum + add) .. sub(m, 28)
     else
-      -- The call starts a new slice: the open one joins the log.
-      if units ~= '0' then
-        local log = KEYS[nread + i]
-        if redis.call('RPUSH', log, sub(m, b + 1, c - 1) .. ':' .. units) == 1 then
+      -- The call starts a new slice.
+      en = origin + (math.floor((now - origin) / slice) + 1) * slice
+      local closed = HEAD + 16 * nb -- where the closed slices end
+      if units == 0 then
+        meta = '#3:' .. spack('>i8i8i8i8B', now, add, sum + add, en, nb) .. sub(m, 37)
+      elseif nb + 1 < BUFFER then
+        -- The open slice is closed into the meta.
+        meta = '#3:' .. spack('>i8i8i8i8B', now, add, sum + add, en, nb + 1) .. sub(m, 37, closed) ..
+          sub(m, 4, 19) .. sub(m, closed + 1)
+      else
+        -- It and the closed slices join the log, in one push.
+        local entries = {}
+        for k = 1, nb do entries[k] = sub(m, HEAD + 16 * k - 15, HEAD + 16 * k) end
+        entries[BUFFER] = sub(m, 4, 19)
+        local log = KEYS[n + i]
+        if redis.call('RPUSH', log, unpack(entries)) == BUFFER then
           -- The log had gone (evicted, or trimmed whole) while the meta
           -- stayed: a new list has no TTL, so give it the meta's.
-          redis.call('PEXPIRE', log, redis.call('PTTL', KEYS[i]))
+          redis.call('PEXPIRE', log, string.format('%d', math.floor((exp - now) / 1000)))
         end
+        meta = '#3:' .. spack('>i8i8i8i8B', now, add, sum + add, en, 0) .. sub(m, 37, HEAD) .. sub(m, closed + 1)
       end
-      local origin, slice = string.match(m, '^:%d+:%d+:(%d+):(%d+)', c)
-      origin, slice, now = tonumber(origin), tonumber(slice), now or tonumber(stamp)
-      head = sub(m, 1, 20) .. string.format('%016d:%d:%d:',
-        origin + (math.floor((now - origin) / slice) + 1) * slice, sum + add, add)
     end
-    redis.call('SET', KEYS[i], head .. stamp .. sub(m, c), 'KEEPTTL')
-    reply = reply .. ':' .. sub(m, 38, a - 1)
+    redis.call('SET', KEYS[i], meta, 'KEEPTTL')
+    reply = reply .. sub(m, 20, 27)
   end
-  return reply
+  if fast then return reply end
 end
-local now = tonumber(stamp)
+-- The general decision reads the pauses too, each charge's bucket's and
+-- the scope's, named after the metas (ARGV[3] says where each charge's
+-- windows start when there are several charges), into read after the
+-- metas; nread counts them all.
+local names, firsts = {}, {'1'}
+if ARGV[3] ~= '' then
+  firsts = {}
+  for f in string.gmatch(ARGV[3], '%d+') do firsts[#firsts + 1] = f end
+end
+for j, f in ipairs(firsts) do
+  -- (':[^:]+$', not ':meta$': a token bucket's state ends ':tat'; bucket.lua)
+  names[n + j] = string.match(KEYS[tonumber(f)], '^(.*:)[^:]+:[^:]+$') .. 'pause'
+end
+local nread = n + #firsts + 1
+names[nread] = string.match(KEYS[1], '^[^{]*{[^}]*}:') .. 'pause'
+local paused = redis.call('MGET', unpack(names, n + 1, nread))
+for i = n + 1, nread do read[i] = paused[i - n] end

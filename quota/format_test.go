@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -73,6 +74,12 @@ func format1Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Du
 	}
 	if list, ok := reply.([]any); ok && len(list) == 5 {
 		reply = append(list, int64(0)) // format 1 told no rooms; RemainingOf is not read here
+	}
+	if fast, ok := reply.(string); ok {
+		reply, err = textFastReply(fast)
+		if err != nil {
+			return nil, err
+		}
 	}
 	return l.reservation(scope, []Charge{c}, 0, reply)
 }
@@ -179,13 +186,33 @@ func testLaterFormatRefused(t *testing.T, b *backend) {
 		name string
 		keys func(w *window) map[string]string
 	}{
-		{"meta of format 3", func(w *window) map[string]string {
-			return map[string]string{w.meta: "#3:" + now + ":whatever"}
+		{"meta of format 4", func(w *window) map[string]string {
+			return map[string]string{w.meta: "#4:" + now + ":whatever"}
 		}},
 		{"meta of this format with unknown fields", func(w *window) map[string]string {
-			return map[string]string{w.meta: "#2:0000000000000000:0000000000000000:5:5:" + now + ":" + now + ":9999999999999999:0:60000;x"}
+			f := thisMeta(now, nil, ";x")
+			f.until = 0 // read by the general path: fast.lua copies records as they are
+			return map[string]string{w.meta: writeMeta(f)}
 		}},
 		{"meta of this format cut short", func(w *window) map[string]string {
+			return map[string]string{w.meta: writeMeta(thisMeta(now, nil, ""))[:40]}
+		}},
+		{"meta of this format with closed slices past its end", func(w *window) map[string]string {
+			m := writeMeta(thisMeta(now, [][2]int64{{1, 1}, {2, 2}}, ""))
+			return map[string]string{w.meta: m[:len(m)-1]}
+		}},
+		{"meta of this format with as many closed slices as a push takes", func(w *window) map[string]string {
+			return map[string]string{w.meta: writeMeta(thisMeta(now, make([][2]int64, metaBuffer), ""))}
+		}},
+		{"meta of this format with a negative field", func(w *window) map[string]string {
+			f := thisMeta(now, nil, "")
+			f.head, f.until = -1, 0
+			return map[string]string{w.meta: writeMeta(f)}
+		}},
+		{"meta of format 2 with unknown fields", func(w *window) map[string]string {
+			return map[string]string{w.meta: "#2:0000000000000000:0000000000000000:5:5:" + now + ":" + now + ":9999999999999999:0:60000;x"}
+		}},
+		{"meta of format 2 cut short", func(w *window) map[string]string {
 			return map[string]string{w.meta: "#2:9999999999999999:" + now + ":5"}
 		}},
 		// A format-1 meta is read when its sum is: not one with an
@@ -261,6 +288,16 @@ func testLaterFormatRefused(t *testing.T, b *backend) {
 	}
 }
 
+// thisMeta is a meta of this format for testLaterFormatRefused: 5 units
+// counted in the open slice at now, fast.lua's until far ahead (so that
+// the structural faults meet fast.lua's checks first), with the closed
+// slices and records given.
+func thisMeta(now string, closed [][2]int64, rest string) metaFields {
+	t, _ := strconv.ParseInt(now, 10, 64)
+	return metaFields{at: t, units: 5, sum: 5, end: t + 60000, until: 9999999999999999, head: t,
+		exp: t + 180_000_000, slice: 60000, closed: closed, rest: rest}
+}
+
 // testSlicedMatchesUnsliced replays one arrival sequence, on one hand-moved
 // clock, through this format's engine and format 1's (which logged every
 // call on its own): calls of random costs that often find the limit
@@ -310,4 +347,18 @@ func testSlicedMatchesUnsliced(t *testing.T, b *backend) {
 	if held < 150 {
 		t.Errorf("%d calls of 1500 waited for holds: the sequence does not reach the limit", held)
 	}
+}
+
+// textFastReply turns the fast reply of formats 1 and 2,
+// "<now>:<sum_1>:...", into this format's: each field 8 bytes, big-endian.
+func textFastReply(reply string) (string, error) {
+	var b []byte
+	for f := range strings.SplitSeq(reply, ":") {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return "", err
+		}
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return string(b), nil
 }

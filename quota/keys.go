@@ -9,14 +9,22 @@ import (
 const DefaultPrefix = "tollgate:"
 
 // format is the Redis format this package reads and writes (see below).
-const format = 2
+const format = 3
 
-// Key layout of Redis format 2, for a scope S, a bucket B and a window w
-// (see log.lua):
+// Key layout of Redis format 3, for a scope S, a bucket B and a window w
+// (see log.lua and binary.lua):
 //
-//	<prefix>{S}:B:w:log    the closed slices: a list of "<µs>:<units>" entries, oldest first
-//	<prefix>{S}:B:w:meta   "#2:<until µs>:<open slice's end µs>:<sum>:<open slice's units>:<its latest µs>:<head µs>:<expiry µs>:<origin µs>:<slice µs>",
-//	                       then ";<id>=<end µs>:<units>" per lease
+//	<prefix>{S}:B:w:log    closed slices: a list of entries, oldest first, each 16 bytes: µs and units,
+//	                       big-endian 8-byte integers (format 2's "<µs>:<units>" read too)
+//	<prefix>{S}:B:w:meta   "#3:" then big-endian 8-byte fields <open slice's latest µs> <its units> <sum>
+//	                       <open slice's end µs>, a byte <closed slices>, fields <until µs> <pause µs>
+//	                       <head µs> <expiry µs> <origin µs> <slice µs>, then the closed slices (16 bytes
+//	                       each, as entries), then ";<id>=<end µs>:<units>" per lease
+//	<prefix>{S}:windows    the scope's metas: a sorted set of meta keys by their expiry (µs), which
+//	                       a pause reads to write its end into their pause field
+//	<prefix>{S}:B:r<period>:tat   a token bucket's state (see bucket.lua): "#3r:" then five big-endian
+//	                       8-byte integers. A key kind older processes never read: their tools
+//	                       skip it (no ":log", ":meta" or ":sum" suffix)
 //	<prefix>{S}:B:pause    the instant (µs) bucket B may spend again, while paused
 //	<prefix>{S}:pause      the same for the whole scope
 //	<prefix>{S}:B:announced        "<reset µs>:<limit>:<window µs>", B's newest announcement
@@ -37,7 +45,8 @@ const format = 2
 // millisecond): the meta keeps the newest slice open (the units counted
 // there and the instant of its latest call) and the sum of everything
 // counted, so that a common decision writes the meta alone; a call in a
-// later slice closes the open one into the log. A meta's records after
+// later slice closes the open one into the meta's closed slices, which
+// join the log eight at a time. A meta's records after
 // its fixed fields are leases, and "~a" records: units an upstream
 // announced as spent beyond the window's count (announce.lua), which count
 // the same way.
@@ -48,12 +57,17 @@ const format = 2
 // nothing it cannot read exactly for missing or zero (every script stops
 // with a FORMAT error, which the limiter returns as ErrFormat); and a meta
 // of any later format begins with '#' and its number, so that a process of
-// an earlier format falls off its fast path and refuses it. Format 2 reads
-// state of format 1 exactly (a meta "<until µs>:<head µs>:<expiry µs>:1"
-// and leases, the sum in <prefix>{S}:B:w:sum, entries "<µs>:<units>:<id>")
-// and rewrites it in format 2 when it next writes the window; from then
-// on, a process of format 1 refuses it. Upgrade every process sharing a
-// Redis together, or give the new version its own prefix (WithPrefix).
+// an earlier format falls off its fast path and refuses it. Format 3 reads
+// state of format 2 exactly (a meta "#2:<until µs>:<open slice's end
+// µs>:<sum>:<open slice's units>:<its latest µs>:<head µs>:<expiry
+// µs>:<origin µs>:<slice µs>" and leases, entries "<µs>:<units>") and of
+// format 1 (a meta "<until µs>:<head µs>:<expiry µs>:1" and leases, the
+// sum in <prefix>{S}:B:w:sum, entries "<µs>:<units>:<id>"), and rewrites
+// it in format 3 when it next writes the window; from then on, a process
+// of an earlier format refuses it. Format 2 read the pause keys at every
+// decision, format 3 the metas' pause field, which format 2's pauses do
+// not write: upgrade every process sharing a Redis together, tools
+// included, or give the new version its own prefix (WithPrefix).
 
 // Every key of a scope carries the scope in one {hash tag}, so a decision's
 // keys live on one Redis Cluster slot. Scope, bucket and zone names pass
@@ -88,9 +102,14 @@ func (l *Limiter) scopeKey(scope string) string {
 	return l.prefix + "{" + keyPart(scope) + "}:"
 }
 
-// windowKeys returns the log, meta and sum keys of one bucket's window in a scope.
+// windowKeys returns the log and meta keys of one bucket's window in a
+// scope. A token bucket has one key, its state (see bucket.lua), named
+// for both.
 func windowKeys(scopeKey, bucket string, lim Limit) (log, meta string) {
 	base := scopeKey + keyPart(bucket) + ":" + lim.windowKey()
+	if lim.refilling() {
+		return base + ":tat", base + ":tat"
+	}
 	return base + ":log", base + ":meta"
 }
 

@@ -55,6 +55,9 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 		if err := lim.Validate(); err != nil {
 			return nil, err
 		}
+		if lim.refilling() {
+			return nil, invalid("lease of limit "+lim.String(), "a token bucket is not leased: decide its calls one by one")
+		}
 		if duplicateWindow([]Charge{c}, 0, j) {
 			return nil, invalid("lease", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
 		}

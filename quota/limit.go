@@ -22,14 +22,18 @@ const MaxUnits = 1 << 50
 // hour, which starts with the first request after the last reset), given
 // the latest instant announced.
 //
-// Use [PerWindow], [PerDay] and [PerFixedWindow] to build one; the zero
-// Limit is invalid.
+// A token bucket ([TokenBucket]) holds Units, spent by calls and refilled
+// continuously at Refill units per Window.
+//
+// Use [PerWindow], [PerDay], [PerFixedWindow] and [TokenBucket] to build
+// one; the zero Limit is invalid.
 type Limit struct {
 	// Units is the most the window admits, e.g. 9500.
 	Units int64
-	// Window is the length of a sliding window, e.g. time.Hour. It is
-	// truncated to whole microseconds, the engine's resolution. It must be
-	// zero for a calendar limit.
+	// Window is the length of a sliding window, e.g. time.Hour, or the
+	// period a token bucket's Refill is given per. It is truncated to whole
+	// microseconds, the engine's resolution. It must be zero for a calendar
+	// limit.
 	Window time.Duration
 	// Calendar makes the limit a calendar day in Location instead of a
 	// sliding window.
@@ -52,7 +56,17 @@ type Limit struct {
 	// was spent: e.g. "announced" for a window learned from an upstream's
 	// announcements. One bucket may not name a window twice.
 	Name string
+	// Refill, when positive, makes the limit a token bucket (see
+	// [TokenBucket]): Units is its capacity, refilled continuously at
+	// Refill units per Window, e.g. 4000 per time.Minute.
+	Refill int64
 }
+
+// MaxRefillSpan bounds a token bucket's capacity times its period: the
+// engine counts a bucket's level in units times µs of the period, exact
+// integers in Lua's doubles up to 2^53, and keeps room above the capacity
+// for extra charges settled after the response.
+const MaxRefillSpan = 1 << 51
 
 // PerWindow returns a sliding limit of units per window.
 func PerWindow(units int64, window time.Duration) Limit {
@@ -70,8 +84,25 @@ func PerFixedWindow(units int64, window time.Duration, ends time.Time) Limit {
 	return Limit{Units: units, Window: window, Fixed: true, Ends: ends}
 }
 
-// String describes the limit, e.g. "100/1m0s", "9500/day@America/Los_Angeles"
-// or "5000/fixed 1h0m0s".
+// TokenBucket returns a limit that refills: a bucket of capacity units,
+// full at first, refilled continuously at refill units per period, e.g.
+// TokenBucket(4000, 4000, time.Minute) for Anthropic's 4,000 requests per
+// minute. For every instant T and every earlier T0, the units admitted in
+// [T0, T] never exceed capacity + refill·(T−T0)/period, the guarantee of
+// the generic cell rate algorithm, which is how the engine decides it: a
+// burst may spend the capacity at once, and the bucket is full again
+// capacity/refill periods after it was emptied, where a sliding window of
+// the same size waits a whole window.
+func TokenBucket(capacity, refill int64, period time.Duration) Limit {
+	return Limit{Units: capacity, Window: period, Refill: refill}
+}
+
+// refilling reports whether the limit is a token bucket.
+func (l Limit) refilling() bool { return l.Refill > 0 }
+
+// String describes the limit, e.g. "100/1m0s", "9500/day@America/Los_Angeles",
+// "5000/fixed 1h0m0s" or, for a token bucket of 4000 refilled at 4000 per
+// minute, "4000+4000/1m0s".
 func (l Limit) String() string {
 	switch {
 	case l.Calendar:
@@ -82,6 +113,8 @@ func (l Limit) String() string {
 		return fmt.Sprintf("%d/day@%s", l.Units, name)
 	case l.Fixed:
 		return fmt.Sprintf("%d/fixed %v", l.Units, l.Window)
+	case l.refilling():
+		return fmt.Sprintf("%d+%d/%v", l.Units, l.Refill, l.Window)
 	}
 	return fmt.Sprintf("%d/%v", l.Units, l.Window)
 }
@@ -101,13 +134,20 @@ func (l Limit) Validate() error {
 		return invalid("limit "+l.String(), "a limit is a calendar day or a fixed window, not both")
 	case !l.Calendar && l.Window.Microseconds() <= 0:
 		return invalid("limit "+l.String(), "window must be at least one microsecond")
+	case l.Refill < 0:
+		return invalid("limit "+l.String(), "refill must be positive, or 0 for a window")
+	case l.refilling() && (l.Calendar || l.Fixed):
+		return invalid("limit "+l.String(), "a token bucket is neither a calendar day nor a fixed window")
+	case l.refilling() && (l.Refill > MaxUnits || float64(l.Units)*float64(l.Window.Microseconds()) > MaxRefillSpan):
+		return invalid("limit "+l.String(), fmt.Sprintf("a token bucket's capacity times its period in µs must be at most %d, its refill at most %d (give the rate per a shorter period)", int64(MaxRefillSpan), int64(MaxUnits)))
 	}
 	return nil
 }
 
 // windowKey names the limit's window in Redis keys. Units are left out on
-// purpose, and a fixed window's end: raising or lowering a limit, or a new
-// window announced, keeps the log of what was spent.
+// purpose, and a fixed window's end, and a token bucket's refill: raising
+// or lowering a limit, or a new window announced, keeps the log of what
+// was spent (or the bucket's level).
 func (l Limit) windowKey() string {
 	switch {
 	case l.Name != "":
@@ -116,6 +156,8 @@ func (l Limit) windowKey() string {
 		return "day@" + keyPart(l.Location.String())
 	case l.Fixed:
 		return "f" + l.Window.Truncate(time.Microsecond).String()
+	case l.refilling():
+		return "r" + l.Window.Truncate(time.Microsecond).String()
 	}
 	return "w" + l.Window.Truncate(time.Microsecond).String()
 }
@@ -127,7 +169,7 @@ func (l Limit) sameWindow(o Limit) bool {
 	if l.Name != "" || o.Name != "" {
 		return l.Name == o.Name
 	}
-	if l.Calendar != o.Calendar || l.Fixed != o.Fixed {
+	if l.Calendar != o.Calendar || l.Fixed != o.Fixed || l.refilling() != o.refilling() {
 		return false
 	}
 	if l.Calendar {
@@ -139,7 +181,7 @@ func (l Limit) sameWindow(o Limit) bool {
 // sliding reports whether the limit is decided as a sliding window: a
 // sliding limit, or a fixed one whose end is not known.
 func (l Limit) sliding() bool {
-	return !l.Calendar && (!l.Fixed || l.Ends.IsZero())
+	return !l.Calendar && !l.refilling() && (!l.Fixed || l.Ends.IsZero())
 }
 
 // A Charge asks for Units of one bucket of a scope, checked against every

@@ -2,32 +2,42 @@
 -- record, settle, read usage and lease.
 --
 -- Provides: FORMAT, BATCH, format_error(), entry(), pause_end(), limit(),
--- day(), cut(), slice_of(), scan(), load(), expire(), fit(), append(),
--- save(), find(), change().
--- Needs: nothing; the script that follows it reads its own clock (fast.lua
--- or clock.lua, prepended before this part).
+-- day(), cut(), slice_of(), scan(), load(), flush(), expire(), fit(),
+-- append(), save(), find(), change().
+-- Needs: binary.lua; the script that follows it reads its own clock
+-- (fast.lua or clock.lua, prepended before this part).
 --
 -- Each bucket window of a scope has two keys. Its log is a list of
--- "<µs>:<units>" entries, oldest first: the calls admitted in one slice of
+-- entries (an instant in µs and units), oldest first: the calls admitted in one slice of
 -- the window (a thousandth of it, no finer than a millisecond; of a
 -- calendar day, from its midnight) summed into one entry dated at the
 -- latest of them, so that each counts at least as long as it would alone.
--- Its meta is one string,
+-- An entry is 16 bytes (binary.lua's ENTRY: the instant and the units,
+-- big-endian 8-byte integers); format 2 wrote "<µs>:<units>", which is
+-- read as well. Its meta is "#3:" then fixed-width fields (binary.lua's
+-- META: big-endian 8-byte integers and a byte),
 --
---   "#2:<until>:<end>:<sum>:<units>:<at>:<head>:<exp>:<origin>:<slice>"
+--   at, units, sum, end, closed, until, pause, head, exp, origin, slice
 --
--- then ";<id>=<end>:<units>" per lease: until when fast.lua may decide on
--- this window alone; the end of the open slice (0: none), the newest, kept
--- in the meta until a call falls in a later slice and it joins the log
--- (both 16 digits, zero padded: fast.lua compares them as text); the units
--- counted (entries, the open slice and leases); the open slice's units and
--- the instant of its latest call; the instant of the oldest entry (0:
--- none); the instant the keys expire; and the slice grid (slices start at
--- origin, 0 for a sliding window, the day's midnight for a calendar day,
--- plus whole slices). The fields a common decision changes come first,
--- and it writes one key. A window's memory is bounded by its
--- slices, whatever the call rate; a call may wait at most one slice longer
--- than it would with an entry of its own.
+-- then the closed slices (ENTRY each), then ";<id>=<end>:<units>" per
+-- lease: the instant of the open slice's latest call and its units (an
+-- entry, once closed); the units counted (entries, closed and open
+-- slices, and leases); the end of the open slice (0: none), the newest,
+-- kept in the meta until a call falls in a later slice; how many closed
+-- slices follow (fewer than BUFFER); until when fast.lua may decide on
+-- this window alone; an instant no earlier than the end of any pause in
+-- force on the window (0: none; see reach.lua); the instant of the oldest
+-- entry (0: none); the instant the keys expire; and the slice grid (slices
+-- start at origin, 0 for a sliding window, the day's midnight for a
+-- calendar day, plus whole slices). The fields a common decision changes
+-- come first. A closed slice is an entry of the log not yet pushed to the
+-- list: the entries are the list's, then the closed slices', oldest first.
+-- fast.lua closes a slice into the meta, and pushes the closed slices in
+-- one RPUSH when BUFFER of them are there; every other script pushes them
+-- (flush()) before it changes the list, and with the slice it closes. So a common decision writes one
+-- key. A window's memory is bounded by its slices, whatever the call
+-- rate; a call may wait at most one slice longer than it would with an
+-- entry of its own.
 --
 -- A lease counts in the sum from the moment it is taken, and leaves the
 -- window as an entry dated at its end would: the units a process spends
@@ -45,14 +55,20 @@
 -- entry lies in the call's slice.
 --
 -- A pause is a key holding the instant spending may resume, one per bucket
--- and one for the whole scope, read with the metas in one MGET.
+-- and one for the whole scope. The general decision reads them; fast.lua
+-- reads the meta's pause field instead, which the pause writes into every
+-- meta of the windows it stops (reach.lua; the scope's key "windows" lists
+-- its metas), and which save() reads from the pause keys when it gives a
+-- meta a new expiry or writes one of an earlier format.
 --
 -- Every value is read strictly: a meta, entry or pause that is not exactly
 -- of this format stops the script with a FORMAT error rather than being
 -- taken for missing, so that a process never misreads state written by
--- another format of tollgate sharing the Redis. State of format 1 (a meta
--- of digits, a sum key beside it, entries with an id) is read exactly and
--- rewritten in this format when next saved.
+-- another format of tollgate sharing the Redis. State of format 2 (a meta
+-- "#2:<until>:<end>:<sum>:<units>:<at>:<head>:<exp>:<origin>:<slice>" of
+-- decimal fields, no pause field, no closed slices) and of format 1 (a
+-- meta of digits, a sum key beside it, entries with an id) is read exactly
+-- and rewritten in this format when next saved.
 --
 -- Timestamps are integer microseconds. Lua numbers are doubles, exact up to
 -- 2^53 µs (the year 2255). Numbers become strings through
@@ -61,12 +77,13 @@
 -- A limit L is a table: log, meta (keys), window (µs; 0 for a calendar
 -- day), bounds (ascending midnights in µs, for a calendar day), and once
 -- read: sum, tail (the newest entry's instant), head (0: no entry), exp,
--- origin, slice, open ({s = start, t = instant, u = units}), leases
--- ({id, e, u} each), leased (their units), legacy (a format-1 sum key to
--- delete).
+-- origin, slice, open ({s = start, t = instant, u = units}), buf (the
+-- closed slices, {t, u} each), pz (the pause field), leases ({id, e, u}
+-- each), leased (their units), legacy (a format-1 sum key to delete), fresh
+-- (the meta is not of this format, or missing: save() reads the pauses).
 
 -- The format this file reads and writes; keys.go says when it changes.
-local FORMAT = '2'
+local FORMAT = '3'
 
 local BATCH = 128
 
@@ -86,9 +103,15 @@ local function format_error(key, what)
     ' of a Redis format this tollgate cannot read (it reads format ' .. FORMAT .. ')', 0)
 end
 
--- The instant and units of an entry of log ("<µs>:<units>", or format 1's
--- "<µs>:<units>:<id>").
+-- The instant and units of an entry of log: ENTRY's 16 bytes (the first
+-- is 0: instants lie below 2^53), or format 2's "<µs>:<units>", or format
+-- 1's "<µs>:<units>:<id>".
 local function entry(log, e)
+  if #e == 16 and string.byte(e, 1) == 0 then
+    local ts, units = sunpack(ENTRY, e)
+    if units < 0 then format_error(log, 'an entry') end
+    return ts, units
+  end
   local ts, units = string.match(e, '^(%d+):(%d+)$')
   if not ts then ts, units = string.match(e, '^(%d+):(%d+):[^:]+$') end
   if not ts then format_error(log, 'an entry') end
@@ -163,6 +186,10 @@ local function scan(L, f)
     if #batch < BATCH then break end
     from = from + BATCH
   end
+  for _, x in ipairs(L.buf) do
+    local r = f(x.t, x.u)
+    if r then return r end
+  end
   if L.open.u > 0 then return f(L.open.t, L.open.u) end
   return nil
 end
@@ -172,8 +199,27 @@ end
 -- so that it is written back.
 local function load(L, m)
   L.leases, L.leased, L.open, L.origin, L.slice = {}, 0, {s = 0, t = 0, u = 0}, 0, 0
+  L.buf, L.pz, L.fresh = {}, 0, true
   local rest
-  if m and string.sub(m, 1, 3) == '#2:' then
+  if m and string.sub(m, 1, 3) == '#3:' then
+    if #m < HEAD then format_error(L.meta, 'a meta') end
+    local f = {sunpack(META, m, 4)}
+    local nb = f[5]
+    for k = 1, 11 do
+      if f[k] < 0 then format_error(L.meta, 'a meta') end
+    end
+    if nb >= BUFFER or #m < HEAD + 16 * nb then format_error(L.meta, 'a meta') end
+    -- f: at, units, sum, end, closed, until, pause, head, exp, origin, slice
+    L.sum, L.pz, L.head, L.exp, L.origin, L.slice = f[3], f[7], f[8], f[9], f[10], f[11]
+    L.open = {s = f[4] > 0 and f[4] - L.slice or 0, t = f[1], u = f[2]}
+    for k = 1, nb do
+      local t, u = sunpack(ENTRY, m, HEAD + 16 * k - 15)
+      if t < 0 or u < 0 then format_error(L.meta, 'a meta') end
+      L.buf[k] = {t = t, u = u}
+    end
+    L.fresh = false
+    rest = string.sub(m, HEAD + 16 * nb + 1)
+  elseif m and string.sub(m, 1, 3) == '#2:' then
     local til, en, sum, ou, ot, hd, ex, og, sl
     til, en, sum, ou, ot, hd, ex, og, sl, rest = string.match(m,
       '^#2:(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)(.*)$')
@@ -204,6 +250,8 @@ local function load(L, m)
     L.tail = 0
     if L.open.u > 0 then
       L.tail = L.open.t
+    elseif #L.buf > 0 then
+      L.tail = L.buf[#L.buf].t
     elseif L.sum > L.leased then
       local last = redis.call('LINDEX', L.log, -1)
       if last then
@@ -224,6 +272,19 @@ local function load(L, m)
   end)
 end
 
+-- Push the closed slices to the list, as entries of the log (a script
+-- that changes the list pushes them first, and saves the meta after).
+local function flush(L)
+  local nb = #L.buf
+  if nb == 0 then return end
+  local entries = {}
+  for k, x in ipairs(L.buf) do entries[k] = spack(ENTRY, x.t, x.u) end
+  if redis.call('RPUSH', L.log, unpack(entries)) == nb then
+    L.exp = 0 -- a new list: it has no TTL yet
+  end
+  L.buf, L.dirty = {}, true
+end
+
 -- Drop what no longer counts at cut c: the leases whose end is at or
 -- before c, and the entries dated so: all of them (up to TRIM_BATCHES)
 -- when all is set (the room is needed), else one batch. Entries left
@@ -242,20 +303,21 @@ local function expire(L, c, all)
     end
     L.leases, L.leased = kept, leased
   end
-  local listed = L.sum - L.leased - L.open.u -- the units in the list
+  local listed = L.sum - L.leased - L.open.u -- the units in the list and closed slices
   if L.sum - L.leased <= 0 then
-    if L.head ~= 0 or L.sum < L.leased then L.dirty = true end
-    L.sum, L.head, L.open.u = L.leased, 0, 0
+    if L.head ~= 0 or L.sum < L.leased or #L.buf > 0 then L.dirty = true end
+    L.sum, L.head, L.open.u, L.buf = L.leased, 0, 0, {}
     return
   end
   if L.head > c then return end
   L.dirty = true
   if L.tail <= c then
-    -- Every entry has left: drop the log and the open slice at once.
+    -- Every entry has left: drop the log, the closed and open slices.
     redis.call('UNLINK', L.log)
-    L.sum, L.head, L.open.u = L.leased, 0, 0
+    L.sum, L.head, L.open.u, L.buf = L.leased, 0, 0, {}
     return
   end
+  flush(L)
   local empty, batches = false, 0
   repeat
     batches = batches + 1
@@ -337,6 +399,7 @@ end
 -- while the TTL reaches past the window of an entry written at now.
 local function save(L, now)
   if L.legacy then redis.call('DEL', L.legacy) end
+  if #L.buf >= BUFFER then flush(L) end
   if L.sum <= 0 then
     redis.call('DEL', L.meta)
     return
@@ -367,20 +430,39 @@ local function save(L, now)
       till = math.min(finish or now, L.exp - 1000000)
     end
   end
-  local parts = {string.format('#2:%016d:%016d:%d:%d:%d:%d:%d:%d:%d', till,
-    L.open.s > 0 and L.open.s + L.slice or 0, L.sum, L.open.u, L.open.t, L.head, L.exp,
-    L.origin, L.slice)}
+  local ms = math.floor((L.exp - now) / 1000)
+  if refresh or L.fresh then
+    -- A meta new, of an earlier format, or given a new expiry: it learns
+    -- the pauses in force (which reach.lua wrote only into the metas then
+    -- listed) and is listed, until its expiry, in the scope's windows.
+    local scope = string.match(L.meta, '^[^{]*{[^}]*}:')
+    local bucket = string.match(L.meta, '^(.*:)[^:]+:meta$')
+    if scope and bucket then
+      local p = redis.call('MGET', bucket .. 'pause', scope .. 'pause')
+      for j, key in ipairs({bucket .. 'pause', scope .. 'pause'}) do
+        local u = pause_end(key, p[j])
+        if u and u > L.pz then L.pz = u end
+      end
+      local reg = scope .. 'windows'
+      redis.call('ZADD', reg, string.format('%d', L.exp), L.meta)
+      if redis.call('PTTL', reg) < ms then redis.call('PEXPIRE', reg, ms) end
+    end
+  end
+  local closed = {}
+  for k, x in ipairs(L.buf) do closed[k] = spack(ENTRY, x.t, x.u) end
+  local parts = {'#3:', spack(META, L.open.t, L.open.u, L.sum, L.open.s > 0 and L.open.s + L.slice or 0,
+    #L.buf, till, L.pz, L.head, L.exp, L.origin, L.slice), table.concat(closed)}
   for _, x in ipairs(L.leases) do
     parts[#parts + 1] = string.format(';%s=%d:%d', x.id, x.e, x.u)
   end
   local meta = table.concat(parts)
   if refresh then
-    local ms = math.floor((L.exp - now) / 1000)
     redis.call('SET', L.meta, meta, 'PX', ms)
     redis.call('PEXPIRE', L.log, ms)
   else
     redis.call('SET', L.meta, meta, 'KEEPTTL')
   end
+  L.fresh = false
 end
 
 -- Count units dated at (no earlier than the log's newest) in L: in the
@@ -390,10 +472,9 @@ local function append(L, at, units, now)
   local s, origin, length = slice_of(L, at)
   if not s or s ~= L.open.s or origin ~= L.origin or length ~= L.slice then
     if L.open.u > 0 then
-      if redis.call('RPUSH', L.log, string.format('%d:%d', L.open.t, L.open.u)) == 1 then
-        L.exp = 0 -- a new list: it has no TTL yet
-      end
+      L.buf[#L.buf + 1] = {t = L.open.t, u = L.open.u}
     end
+    flush(L) -- only fast.lua keeps closed slices in the meta
     L.open = {s = s or 0, t = at, u = 0}
     L.origin, L.slice = origin or 0, length or 0
   end
@@ -412,6 +493,7 @@ end
 -- in a later window moves there while the calls before it still count.
 local function find(L, at)
   if L.sum <= L.leased then return nil end
+  flush(L)
   local s, origin, length
   if L.window == 0 then
     s, origin, length = slice_of(L, at)
@@ -454,7 +536,7 @@ local function change(L, where, delta)
   else
     local t, u = entry(L.log, redis.call('LINDEX', L.log, where - 1))
     delta = math.max(delta, -u)
-    redis.call('LSET', L.log, where - 1, string.format('%d:%d', t, u + delta))
+    redis.call('LSET', L.log, where - 1, spack(ENTRY, t, u + delta))
   end
   L.sum = L.sum + delta
   return delta

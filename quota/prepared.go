@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"encoding/binary"
 	"sync"
 	"time"
 )
@@ -54,6 +55,16 @@ func (l *Limiter) window(scope, bucket string, lim Limit) *window {
 	}
 	if !lim.Calendar {
 		w.length = lim.Window.Microseconds() // sliding, or fixed with no end known
+	}
+	if lim.refilling() {
+		// A token bucket's span (bucket.lua's SPAN): "r", then its period,
+		// its refill, and the lengths of its key's start that name its
+		// bucket and its scope, 8 bytes each, big-endian.
+		span := []byte{'r'}
+		for _, v := range []int{int(lim.Window.Microseconds()), int(lim.Refill), len(prefix) + len(keyPart(bucket)) + 1, len(prefix)} {
+			span = binary.BigEndian.AppendUint64(span, uint64(v))
+		}
+		w.length = string(span)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

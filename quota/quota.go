@@ -31,8 +31,9 @@
 //     units back if its context ends first.
 //
 // Limits are sliding windows ([PerWindow]), fixed windows that end at a
-// reset the upstream announces ([PerFixedWindow]), or calendar days that
-// reset at local midnight ([PerDay]). Every key carries a TTL, so idle
+// reset the upstream announces ([PerFixedWindow]), calendar days that
+// reset at local midnight ([PerDay]), or token buckets that refill
+// continuously ([TokenBucket]). Every key carries a TTL, so idle
 // scopes vanish. [Limiter.Record] counts units spent without a decision,
 // [Limiter.Pause] stops a bucket or scope for a while, [Limiter.Lease]
 // hands a process a block of units to spend without a round trip,
@@ -293,7 +294,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	if PriorityOf(ctx) == Background {
 		return l.background(ctx, scope, maxWait, charges)
 	}
-	keys, args, seq, err := l.decision(scope, maxWait, charges)
+	keys, args, seq, err := l.decision(scope, maxWait, charges, false)
 	if err != nil {
 		return nil, err
 	}
@@ -322,8 +323,12 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 }
 
 // decision checks a decision's input and builds the reserve script's keys
-// and arguments, and the sequence number its entries are named by.
-func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys []string, args []any, seq uint64, err error) {
+// and arguments, and the sequence number its entries are named by. Named,
+// for the background script, it names the decision (entryID) and lists
+// the pauses among the keys; otherwise, for the reserve script, which
+// names the pauses after the metas, the id's place says where each
+// charge's windows start when there are several.
+func (l *Limiter) decision(scope string, maxWait int64, charges []Charge, named bool) (keys []string, args []any, seq uint64, err error) {
 	n, err := l.checkCharges(scope, charges)
 	if err != nil {
 		return nil, nil, 0, err
@@ -331,15 +336,31 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys 
 	now, clockArg := l.clockArg()
 	d := decision{seq: l.seq.Add(1)}
 
-	// KEYS: the meta per window, the pause of each bucket, the scope's
-	// pause, then the log per window. ARGV: clock, maxwait, id (of a
-	// background waiter), then per window: units, room (the limit less
-	// units), span.
+	// KEYS: the meta per window, (named:) the pause of each bucket and
+	// the scope's pause, then the log per window. ARGV: clock, maxwait,
+	// id or where the charges start, then per window: units, room (the
+	// limit less units), span.
 	d.keys = make([]string, 0, 2*n+len(charges)+1)
 	var logs [4]string // the windows' logs; more windows spill to the heap
 	windowLogs := logs[:0]
 	d.args = make([]any, 0, 3+3*n)
-	d.args = append(d.args, clockArg, maxWait, l.entryID(d.seq))
+	var id string
+	switch {
+	case named:
+		id = l.entryID(d.seq)
+	case len(charges) > 1:
+		var b strings.Builder
+		first := 1
+		for i, c := range charges {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(first))
+			first += len(c.Limits)
+		}
+		id = b.String()
+	}
+	d.args = append(d.args, clockArg, maxWait, id)
 	var scopePause string
 	var pauses [4]string // the buckets' pause keys; more charges spill to the heap
 	bucketPauses := pauses[:0]
@@ -355,8 +376,10 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge) (keys 
 			scopePause = w.scopePause
 		}
 	}
-	d.keys = append(d.keys, bucketPauses...)
-	d.keys = append(d.keys, scopePause)
+	if named {
+		d.keys = append(d.keys, bucketPauses...)
+		d.keys = append(d.keys, scopePause)
+	}
 	d.keys = append(d.keys, windowLogs...)
 	return d.keys, d.args, d.seq, nil
 }

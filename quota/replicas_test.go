@@ -3,7 +3,6 @@ package quota
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,11 +52,8 @@ func countedOn(ctx context.Context, node redis.Cmdable, l *Limiter, scope string
 	if err != nil {
 		return 0, err
 	}
-	fields := strings.Split(strings.SplitN(meta, ";", 2)[0], ":")
-	if len(fields) < 4 || fields[0] != "#2" { // "#2:<until>:<end>:<sum>:..." (keys.go)
-		return 0, errors.New("meta " + meta + " is not of format 2")
-	}
-	return strconv.ParseInt(fields[3], 10, 64)
+	f, err := readMeta(meta)
+	return f.sum, err
 }
 
 // decideEverywhere runs 16 goroutines per limiter deciding calls of one

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -75,20 +73,13 @@ func (r *Reservation) Remaining() int64 { return r.remaining }
 // for a bucket it did not charge.
 func (r *Reservation) RemainingOf(bucket string) int64 {
 	least, i := int64(-1), 0
-	fast, _ := r.reply.(string)
-	if fast != "" {
-		_, fast, _ = strings.Cut(fast, ":") // the instant; the sums follow
-	}
+	fast, _ := r.reply.(string) // read by readFast: the instant, then the sums
 	list, _ := r.reply.([]any)
 	for _, c := range r.charges {
 		for _, lim := range c.Limits {
 			room := int64(-1)
 			if fast != "" {
-				var field string
-				field, fast, _ = strings.Cut(fast, ":")
-				if sum, err := strconv.ParseInt(field, 10, 64); err == nil {
-					room = max(lim.Units-c.Units-sum, 0)
-				}
+				room = max(lim.Units-c.Units-fastField(fast, i+1), 0)
 			} else if 5+i < len(list) {
 				room, _ = list[5+i].(int64)
 			}
@@ -255,27 +246,37 @@ func (r *Reservation) Constraint() (Constraint, bool) {
 	return Constraint{}, false
 }
 
-// readFast reads fast.lua's reply, "<now>:<sum_1>:...:<sum_n>": admitted at
-// now, with each window's sum as it was before this call.
+// readFast reads fast.lua's reply, now and each window's sum as it was
+// before this call, 8 bytes each (big-endian): admitted at now.
 func (r *Reservation) readFast(reply string) error {
-	field, rest, _ := strings.Cut(reply, ":")
-	now, err := strconv.ParseInt(field, 10, 64)
-	if err != nil {
-		return errReply(reply)
+	n := 0
+	for _, c := range r.charges {
+		n += len(c.Limits)
 	}
+	if len(reply) != 8*(n+1) {
+		return errReply([]byte(reply))
+	}
+	now := fastField(reply, 0)
 	r.ok, r.now, r.at, r.remaining = true, now, now, MaxUnits
+	i := 1
 	for _, c := range r.charges {
 		for _, lim := range c.Limits {
-			field, rest, _ = strings.Cut(rest, ":")
-			sum, err := strconv.ParseInt(field, 10, 64)
-			if err != nil {
-				return errReply(reply)
-			}
-			r.remaining = min(r.remaining, lim.Units-c.Units-sum)
+			r.remaining = min(r.remaining, lim.Units-c.Units-fastField(reply, i))
+			i++
 		}
 	}
 	r.remaining = max(r.remaining, 0)
 	return nil
+}
+
+// fastField returns the i-th field of fast.lua's reply, which readFast
+// checked.
+func fastField(reply string, i int) int64 {
+	var v uint64
+	for _, b := range []byte(reply[8*i : 8*i+8]) {
+		v = v<<8 | uint64(b)
+	}
+	return int64(v)
 }
 
 // readDecision reads reserve.lua's reply, {admitted, now, at, remaining, by,

@@ -2,14 +2,18 @@
 -- it names, and record it when it may, in one atomic step: now, or as a
 -- hold at the earliest instant it fits, after every hold already waiting.
 --
--- Needs: fast.lua (now, n, nread, read: the clock, and every meta, sum and
--- pause read in one MGET), which took the common case; log.lua; decide.lua.
+-- Needs: fast.lua (now, n, read, nread, names: the clock, the metas and
+-- the pauses), which took the common case; log.lua; decide.lua.
 --
--- KEYS: decide.lua's
+-- KEYS: meta_1, ..., meta_n, log_1, ..., log_n (the pauses are named after
+--       the metas: see fast.lua)
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
 --       maxwait  how far in µs the admission instant may lie after now:
 --                0 for an immediate decision
---       id       unused here (background.lua's waiter id has its place)
+--       charges  '' for one charge; for several, where each charge's
+--                windows start among the limits ("1,3"), so that a pause
+--                found names its bucket (background.lua's waiter id has
+--                this place)
 --       then decide.lua's, per limit
 --
 -- Reply: {admitted (1 or 0), now, at, remaining, by, room_1, ..., room_n},
@@ -26,12 +30,12 @@
 -- take is needed, or in batches once the oldest is a window past leaving;
 -- TTLs are pushed back only when they would fall short, with a window's
 -- margin. So the common case, which fast.lua takes, costs the clock, one
--- MGET (every meta, and the pauses) and one SET per limit, as a GCRA
+-- read (every meta) and one SET per limit, as a GCRA
 -- decision does, and an RPUSH when the call opens a new slice.
 
 local maxwait = tonumber(ARGV[2])
-local limits = windows(n, nread)
-local t0, by = prepare(limits, read, nread, now)
+local limits = windows(n, n)
+local t0, by = prepare(limits, read, nread, now, names)
 if not t0 then return by end
 local at, beyond, remaining
 at, beyond, by, remaining = place(limits, t0, by)

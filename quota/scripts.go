@@ -9,6 +9,10 @@ import _ "embed"
 var (
 	//go:embed clock.lua
 	clockPart string // clock(): the decision's instant
+	//go:embed binary.lua
+	binaryPart string // a meta's fixed-width fields, packed and unpacked
+	//go:embed reach.lua
+	reachPart string // reach(): a pause written into the metas it stops
 	//go:embed log.lua
 	logPart string // the weighted sliding log: load, trim, fit, append, save
 	//go:embed fast.lua
@@ -41,35 +45,54 @@ var (
 	controlPart string
 	//go:embed inspect.lua
 	inspectPart string
+
+	// Token buckets (quota.TokenBucket): bucket.lua decides one;
+	// bucketlog.lua makes every script that takes log.lua take a bucket as
+	// one more limit; bucketfast.lua takes the common decision on a bucket
+	// alone, before fast.lua.
+	//go:embed bucket.lua
+	bucketPart string
+	//go:embed bucketlog.lua
+	bucketLogPart string
+	//go:embed bucketfast.lua
+	bucketFastPart string
+	//go:embed bucketusage.lua
+	bucketUsagePart string
 )
+
+// logParts is log.lua with the token buckets in: what every script that
+// takes the weighted log takes (binary.lua before it).
+var logParts = bucketPart + logPart + bucketLogPart
 
 var (
 	// reserveScript decides a call: fast.lua takes the common case before
 	// the log code is even defined; reserve.lua every other.
-	reserveScript = newScript(fastPart + logPart + decidePart + reservePart)
+	reserveScript = newScript(binaryPart + bucketPart + bucketFastPart + fastPart + logPart + bucketLogPart + decidePart + reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
-	backgroundScript = newScript(clockPart + logPart + decidePart + roomPart + backgroundPart)
+	backgroundScript = newScript(clockPart + binaryPart + logParts + decidePart + roomPart + backgroundPart)
 	// recordScript writes units spent without a decision.
-	recordScript = newScript(clockPart + logPart + recordPart)
+	recordScript = newScript(clockPart + binaryPart + logParts + recordPart)
 	// cancelScript gives a reservation's units back.
-	cancelScript = newScript(clockPart + logPart + cancelPart)
+	cancelScript = newScript(clockPart + binaryPart + logParts + cancelPart)
 	// settleScript replaces a reservation's units with its true cost.
-	settleScript = newScript(clockPart + logPart + settlePart)
+	settleScript = newScript(clockPart + binaryPart + logParts + settlePart)
 	// leaseScript takes and ends leases.
-	leaseScript = newScript(clockPart + logPart + leasePart)
+	leaseScript = newScript(clockPart + binaryPart + logParts + leasePart)
 	// usageScript reads one limit's usage.
-	usageScript = newScript(clockPart + logPart + usagePart)
+	usageScript = newScript(clockPart + binaryPart + logParts + usagePart)
 	// slotsScript takes, releases and renews slots of a concurrency cap.
 	slotsScript = newScript(clockPart + roomPart + slotsPart)
 	// announceScript records what an upstream announced was spent.
-	announceScript = newScript(clockPart + logPart + announcePart)
-	// pauseScript sets a pause; it needs only the clock.
-	pauseScript = newScript(clockPart + pausePart)
+	announceScript = newScript(clockPart + binaryPart + logParts + announcePart)
+	// pauseScript sets a pause, and writes it into the metas it stops.
+	pauseScript = newScript(clockPart + binaryPart + reachPart + pausePart)
 	// controlScript pauses for a reason, or resumes, and tells every
 	// process listening.
-	controlScript = newScript(clockPart + controlPart)
+	controlScript = newScript(clockPart + binaryPart + reachPart + controlPart)
 	// inspectScript reads what is under way in a bucket: leases, slots,
 	// waiters.
-	inspectScript = newScript(clockPart + logPart + inspectPart)
+	inspectScript = newScript(clockPart + binaryPart + logParts + inspectPart)
+	// bucketUsageScript reads one token bucket's level.
+	bucketUsageScript = newScript(clockPart + binaryPart + bucketPart + bucketUsagePart)
 )

@@ -23,8 +23,8 @@ for i = 1, #ARGV - 3 do
   local where = find(L, at)
   if where then
     change(L, where, delta)
-    save(L, now)
     settled = settled + 1
   end
+  if where or L.dirty then save(L, now) end -- find() may have pushed closed slices
 end
 return settled

@@ -20,18 +20,8 @@ func keysOf(l *Limiter, s, bucket string, lim Limit) (log, meta string) {
 // slice and the units counted there, read from its meta.
 func openSlice(t *testing.T, b *backend, l *Limiter, s, bucket string, lim Limit) (at, units int64) {
 	t.Helper()
-	_, meta := keysOf(l, s, bucket, lim)
-	m, err := b.client.Get(context.Background(), meta).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Split(strings.SplitN(m, ";", 2)[0], ":")
-	if len(f) != 10 {
-		t.Fatalf("meta = %q: not of format 2", m)
-	}
-	at, _ = strconv.ParseInt(f[5], 10, 64)
-	units, _ = strconv.ParseInt(f[4], 10, 64)
-	return at, units
+	f := mustMeta(t, b, l, s, bucket, lim)
+	return f.at, f.units
 }
 
 // dayEnd returns the midnight that ends the local day holding t.
@@ -44,7 +34,6 @@ func dayEnd(t time.Time, loc *time.Location) time.Time {
 // thousandth of it) are counted in one entry, whatever their units, dated
 // at the latest of them; a call in a later slice closes it into the log.
 func testSliceHoldsItsCalls(t *testing.T, b *backend) {
-	ctx := context.Background()
 	t0 := time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC)
 	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
@@ -53,16 +42,12 @@ func testSliceHoldsItsCalls(t *testing.T, b *backend) {
 	mustAllow(t, l, s, charge("b", 100, lim))
 	clock.Add(10 * time.Millisecond)
 	mustAllow(t, l, s, charge("b", 1, lim))
-	log, _ := keysOf(l, s, "b", lim)
-	if n, err := b.client.LLen(ctx, log).Result(); err != nil || n != 0 {
-		t.Fatalf("the log holds %d entries (%v) while one slice is open, want 0", n, err)
+	if entries := logOf(t, b, l, s, "b", lim); len(entries) != 0 {
+		t.Fatalf("the log holds %q while one slice is open, want nothing", entries)
 	}
 	clock.Add(70 * time.Millisecond)
 	mustAllow(t, l, s, charge("b", 5, lim))
-	entries, err := b.client.LRange(ctx, log, 0, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := logOf(t, b, l, s, "b", lim)
 	want := strconv.FormatInt(t0.Add(10*time.Millisecond).UnixMicro(), 10) + ":101"
 	if len(entries) != 1 || entries[0] != want {
 		t.Fatalf("the log = %q, want the first slice as one entry %q", entries, want)
@@ -142,18 +127,23 @@ func testTTLs(t *testing.T, b *backend) {
 	untilHoldLeaves := time.Until(hold.Time().Add(time.Minute))
 	untilMidnight := time.Until(dayEnd(first.Time(), la))
 	second := time.Second
-	cases := []struct {
+	type ttlCase struct {
 		key      string
 		min, max time.Duration
-	}{
+	}
+	cases := []ttlCase{
 		// until every entry has left, and at most a window and 2s more
-		{log, untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second},
 		{meta, untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second},
 		// until the Pacific midnight, and a moment (the day's one call is
 		// in its open slice, in the meta: it has no log yet)
 		{dmeta, untilMidnight, untilMidnight + 3*second},
 		{pauseKey(l.scopeKey(s), "b"), 29 * second, 32 * second},
+		// the list of the scope's metas, until the last of them expires
+		{l.scopeKey(s) + "windows", max(untilHoldLeaves, untilMidnight), max(untilHoldLeaves+time.Minute, untilMidnight+time.Second) + 2*second},
 	}
+	// The hold (a general decision) closed the first call's slice into
+	// the list: the list expires with the meta.
+	cases = append(cases, ttlCase{log, untilHoldLeaves, untilHoldLeaves + time.Minute + 2*second})
 	for _, c := range cases {
 		ttl, err := b.client.PTTL(ctx, c.key).Result()
 		if err != nil {
@@ -191,17 +181,16 @@ func testSameMicrosecond(t *testing.T, b *backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// #2:until:end:sum:units:at:head:exp:origin:slice
-	f := strings.Split(m, ":")
+	f, err := readMeta(m)
 	const slice = 60000 // a thousandth of a minute, in µs
-	if len(f) != 10 || f[0] != "#"+strconv.Itoa(format) || f[3] != "3" || f[6] != strconv.Itoa(us) ||
-		f[9] != strconv.Itoa(slice) || f[2] != strconv.Itoa(us-us%slice+slice) || f[5] != strconv.Itoa(us) || f[4] != "3" {
-		t.Errorf("meta = %q, want format %d, sum 3, head %d, the open slice to %d holding 3 at %d", m, format, us, us-us%slice+slice, us)
+	if err != nil || f.sum != 3 || f.head != us || f.slice != slice || f.end != us-us%slice+slice || f.at != us || f.units != 3 {
+		t.Errorf("meta = %+v (%v), want format %d, sum 3, head %d, the open slice to %d holding 3 at %d", f, err, format, us, us-us%slice+slice, us)
 	}
 }
 
 // testMetaRebuilt checks that a lost meta is rebuilt from the log: the
-// closed slices still count; the open one, kept in the meta, is lost with
+// slices pushed to the list still count; the newest, kept in the meta (the
+// open slice and fewer than a push's worth of closed ones), are lost with
 // it (the README asks for noeviction).
 func testMetaRebuilt(t *testing.T, b *backend) {
 	ctx := context.Background()
@@ -209,23 +198,28 @@ func testMetaRebuilt(t *testing.T, b *backend) {
 	clock := testclock.New(t0)
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
-	lim := PerWindow(7, time.Minute)
-	for range 3 {
+	const calls = metaBuffer + 3 // a push's worth of closed slices, two more, the open one
+	lim := PerWindow(2*calls+1, time.Minute)
+	for range calls {
 		mustAllow(t, l, s, charge("b", 2, lim))
 		clock.Add(100 * time.Millisecond) // a slice each
 	}
-	_, meta := keysOf(l, s, "b", lim)
+	log, meta := keysOf(l, s, "b", lim)
+	if n, err := b.client.LLen(ctx, log).Result(); err != nil || n != metaBuffer {
+		t.Fatalf("the list holds %d entries (%v), want the %d closed slices pushed at once", n, err, metaBuffer)
+	}
 	if err := b.client.Del(ctx, meta).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if r := mustAllow(t, l, s, charge("b", 4, lim)); r.OK() {
-		t.Error("admitted 4 units on top of the 4 of the closed slices: the meta was not rebuilt from the log")
+	listed := int64(2 * metaBuffer)
+	if r := mustAllow(t, l, s, charge("b", lim.Units-listed+1, lim)); r.OK() {
+		t.Errorf("admitted %d units on top of the %d of the pushed slices: the meta was not rebuilt from the log", lim.Units-listed+1, listed)
 	}
-	if got := mustUsage(t, l, s, "b", lim).Used; got != 4 {
-		t.Errorf("used %d, want the 4 of the closed slices", got)
+	if got := mustUsage(t, l, s, "b", lim).Used; got != listed {
+		t.Errorf("used %d, want the %d of the pushed slices", got, listed)
 	}
-	if m, err := b.client.Get(ctx, meta).Result(); err != nil || !strings.HasPrefix(m, "#2:") || strings.Split(m, ":")[3] != "4" {
-		t.Errorf("meta = %q (%v), want it rewritten with a sum of 4", m, err)
+	if f := mustMeta(t, b, l, s, "b", lim); f.sum != listed {
+		t.Errorf("meta = %+v, want it rewritten with a sum of %d", f, listed)
 	}
 }
 

@@ -34,7 +34,7 @@ type StoredBucket struct {
 	Description *Description
 	// Windows are the windows whose keys were found, as keys name them:
 	// e.g. "w1m0.05s" (sliding), "day@America/Los_Angeles", "f1h0m0s"
-	// (fixed), "n.announced" (named).
+	// (fixed), "n.announced" (named), "r1m0s" (a token bucket).
 	Windows []string
 	// Paused reports that a pause of the bucket is set.
 	Paused bool
@@ -110,7 +110,8 @@ func (l *Limiter) Survey(ctx context.Context, scope string) ([]StoredScope, erro
 			bk.b.Announced = true
 		case suffix == "slots" || strings.HasPrefix(suffix, "slots:"):
 			bk.b.Slots = true
-		case strings.HasSuffix(suffix, ":log") || strings.HasSuffix(suffix, ":meta") || strings.HasSuffix(suffix, ":sum"):
+		case strings.HasSuffix(suffix, ":log") || strings.HasSuffix(suffix, ":meta") || strings.HasSuffix(suffix, ":sum") ||
+			strings.HasSuffix(suffix, ":tat"): // a token bucket's
 			w := suffix[:strings.LastIndexByte(suffix, ':')]
 			if !slices.Contains(bk.b.Windows, w) {
 				bk.b.Windows = append(bk.b.Windows, w)

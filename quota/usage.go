@@ -13,17 +13,22 @@ type Usage struct {
 	Limit Limit
 	// Now is the instant the usage was read at.
 	Now time.Time
-	// Used is the units counted in the window at Now, holds included, e.g. 9400.
+	// Used is the units counted in the window at Now, holds included, e.g.
+	// 9400. For a token bucket, the units out of it: its capacity
+	// (Limit.Units) less its level.
 	Used int64
 	// Held is the part of Used in holds dated after Now, e.g. 100.
 	Held int64
-	// Remaining is Limit.Units minus Used, never below zero, e.g. 100.
+	// Remaining is Limit.Units minus Used, never below zero, e.g. 100: a
+	// token bucket's level.
 	Remaining int64
 	// NextFree is when the oldest counted units leave the window, so that
-	// room grows; zero when nothing is counted.
+	// room grows (a token bucket: when it holds a unit more); zero when
+	// nothing is counted.
 	NextFree time.Time
 	// Reset is when every unit counted now has left the window: the next
-	// local midnight for a calendar day. Zero for an empty sliding window.
+	// local midnight for a calendar day, the instant a token bucket is
+	// full again. Zero for an empty sliding window or a full bucket.
 	Reset time.Time
 	// PausedUntil is when a pause of the bucket or of its scope ends, when
 	// one is in force at Now; zero otherwise. See [Limiter.Pause].
@@ -43,7 +48,12 @@ func (l *Limiter) Usage(ctx context.Context, scope, bucket string, limit Limit) 
 	now, clockArg := l.clockArg()
 	args := []any{clockArg, l.span(w, limit, &now)}
 	keys := []string{w.log, w.meta, w.pause, w.scopePause}
-	v, err := usageScript.Run(ctx, l.client, keys, args...).Int64Slice()
+	script := usageScript
+	if limit.refilling() {
+		script = bucketUsageScript // a token bucket's level
+		args = append(args, limit.Units)
+	}
+	v, err := script.Run(ctx, l.client, keys, args...).Int64Slice()
 	if err != nil {
 		return Usage{}, redisError(ctx, "usage", err)
 	}

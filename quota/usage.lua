@@ -47,7 +47,11 @@ end
 
 local held = 0
 if used > 0 and L.sum > L.leased and L.tail > now then
-  if L.open.u > 0 then held = L.open.u end
+  if L.open.u > 0 and L.open.t > now then held = L.open.u end
+  for k = #L.buf, 1, -1 do
+    if L.buf[k].t <= now then break end
+    held = held + L.buf[k].u
+  end
   local from = 1
   while true do
     local batch = redis.call('LRANGE', L.log, -(from + BATCH - 1), -from)

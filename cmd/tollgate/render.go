@@ -111,6 +111,13 @@ func freeText(w windowReport, now time.Time) string {
 		zone = w.zone
 	}
 	var parts []string
+	if w.Refill > 0 {
+		// A token bucket: full again when all that is out has refilled.
+		if w.Reset == nil {
+			return "full"
+		}
+		return "full again " + instantText(*w.Reset, now, zone)
+	}
 	if w.zone != nil && w.Reset != nil {
 		parts = append(parts, "resets "+instantText(*w.Reset, now, zone))
 	} else if w.NextFree != nil {

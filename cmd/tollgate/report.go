@@ -65,10 +65,16 @@ type windowReport struct {
 	Held      int64 `json:"held"`
 	Remaining int64 `json:"remaining"`
 	// NextFree is when the oldest counted units leave; Reset when all
-	// have (a calendar day's next midnight).
+	// have (a calendar day's next midnight). A token bucket's Used is
+	// what is out of it (Limit, its capacity, less its level, Remaining),
+	// NextFree when it holds a unit more, Reset when it is full again.
 	NextFree *time.Time `json:"next_free,omitempty"`
 	Reset    *time.Time `json:"reset,omitempty"`
-	zone     *time.Location
+	// Refill is a token bucket's refill per Period, e.g. 4000 per "1m0s";
+	// 0 for a window.
+	Refill int64  `json:"refill,omitempty"`
+	Period string `json:"period,omitempty"`
+	zone   *time.Location
 }
 
 // gather reads the report: one scope, or every scope when scope is "".
@@ -151,14 +157,20 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s quota.StoredScope, n
 			if l.Calendar {
 				w.zone = l.Location
 			}
+			if l.Refill > 0 {
+				w.Refill, w.Period = l.Refill, l.Window.String()
+			}
 			br.Windows = append(br.Windows, w)
 		}
 		if !br.Described {
 			br.Undescribed = b.Windows
 		}
-		probe := quota.PerWindow(1, time.Second) // leases are read from the first limit's window
-		if len(limits) > 0 {
-			probe = limits[0]
+		probe := quota.PerWindow(1, time.Second) // leases are read from the first window's
+		for _, l := range limits {
+			if l.Refill == 0 { // a token bucket holds no lease
+				probe = l
+				break
+			}
 		}
 		a, err := lim.Activity(ctx, s.Scope, b.Bucket, probe)
 		if err != nil {
@@ -207,6 +219,8 @@ func windowName(l quota.Limit, transit time.Duration) string {
 		return "day " + l.Location.String()
 	case l.Fixed:
 		return "fixed " + w.String()
+	case l.Refill > 0:
+		return fmt.Sprintf("refilling %d/%v", l.Refill, l.Window)
 	}
 	return "sliding " + w.String()
 }

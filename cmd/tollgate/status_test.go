@@ -132,3 +132,56 @@ func TestCommandErrorsNameTheCommandOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTokenBucket: a bucket limited by token buckets beside a
+// calendar day shows each bucket's level (what is left), its capacity and
+// when it is full again, as text and as JSON, as the golden files say.
+func TestStatusTokenBucket(t *testing.T) {
+	e := newEnv(t)
+	clock := testclock.New(time.Date(2026, 11, 2, 17, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	lim := e.limiter(t, clock.Now)
+	rpm := quota.TokenBucket(50, 50, time.Minute)
+	day := quota.PerDay(1000, pacific(t))
+	tokens := quota.TokenBucket(40000, 40000, time.Minute)
+	for range 12 {
+		r, err := lim.Allow(ctx, "models", quota.Charge{Bucket: "requests", Units: 1, Limits: []quota.Limit{rpm, day}},
+			quota.Charge{Bucket: "input-tokens", Units: 1500, Limits: []quota.Limit{tokens}})
+		if err != nil || !r.OK() {
+			t.Fatalf("Allow: OK=%v err=%v", r.OK(), err)
+		}
+	}
+	err := lim.Describe(ctx,
+		quota.Description{Scope: "models", Bucket: "requests", Limits: []quota.Limit{rpm, day}, Quotas: []int64{55, 1000}},
+		quota.Description{Scope: "models", Bucket: "input-tokens", Limits: []quota.Limit{tokens}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(6 * time.Second) // 5 requests and 4,000 tokens refilled
+	for _, golden := range []struct {
+		file string
+		args []string
+	}{
+		{"status-bucket.golden", []string{"status"}},
+		{"status-bucket.json.golden", []string{"status", "-json"}},
+	} {
+		code, out, errs := cmd(t, clock.Now, append(golden.args, "-redis", e.url)...)
+		if code != 0 || errs != "" {
+			t.Fatalf("%v: exit %d, stderr %q", golden.args, code, errs)
+		}
+		path := filepath.Join("testdata", golden.file)
+		if *update {
+			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != string(want) {
+			t.Errorf("%v wrote\n%s\nwant (%s)\n%s", golden.args, out, path, want)
+		}
+	}
+}
