@@ -4,8 +4,8 @@
 --
 -- Provides: bucket_limit(key, span), bucket_read(B, m), bucket_debt(B, t),
 -- bucket_used(B, t), bucket_fit(B, t0, units), bucket_admit(B, at, units),
--- bucket_refund(B, at, units), bucket_extra(B, at, units, now),
--- bucket_full(B), bucket_write(B, now).
+-- bucket_giveback(B, at, worth, units), bucket_refund(B, at, units),
+-- bucket_extra(B, at, units, now), bucket_full(B), bucket_write(B, now).
 -- Needs: binary.lua.
 --
 -- A bucket of capacity C refilled at R units per period P (µs) is one key,
@@ -115,24 +115,33 @@ local function bucket_admit(B, at, units)
   end
 end
 
--- Give back units of a call admitted at at, as far as no past instant
--- goes over (see above). Returns the units no longer counted.
-local function bucket_refund(B, at, units)
-  if units <= 0 or at > B.tail or (B.s == 0 and B.u == 0) then return 0 end
+-- Give back worth (debt, units times µs) of a call admitted at at, of
+-- which units are units (the rest a lease's term: see lease.lua), as far
+-- as no past instant goes over (see above). Returns the units no longer
+-- counted.
+local function bucket_giveback(B, at, worth, units)
+  if worth <= 0 or at > B.tail or (B.s == 0 and B.u == 0) then return 0 end
   local lag = (B.tail - at) * B.R
-  if lag < units * B.P then
-    B.s = B.s - (units * B.P - lag)
+  if lag < worth then
+    B.s = B.s - (worth - lag)
     if B.s < 0 then
       -- The arrival time went before u: move u back to it.
       local k = math.ceil(-B.s / B.R)
       B.u, B.s = B.u - k, B.s + k * B.R
     end
   end
-  if at == B.tail and B.tn < UNKNOWN then
+  if units > 0 and at == B.tail and B.tn < UNKNOWN then
     B.tn = B.tn - units
     if B.tn <= 0 then B.tail, B.tn = B.prev, UNKNOWN end
   end
   return units
+end
+
+-- Give back units of a call admitted at at, as far as no past instant
+-- goes over (see above). Returns the units no longer counted.
+local function bucket_refund(B, at, units)
+  if units <= 0 then return 0 end
+  return bucket_giveback(B, at, units * B.P, units)
 end
 
 -- Count units more for a call admitted at at, decided at now: the

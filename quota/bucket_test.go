@@ -34,7 +34,10 @@ var bucketSuite = []struct {
 	{"FastPathAgreesWithGeneral", testBucketFastAgrees},
 	{"KeyHasTTL", testBucketTTL},
 	{"Announce", testBucketAnnounce},
-	{"NoLease", testBucketNoLease},
+	{"Lease", testBucketLease},
+	{"LeaseWaitsForHold", testBucketLeaseWaitsForHold},
+	{"LeaseBesideADailyWindow", testBucketLeaseBesideDay},
+	{"LeaseSpentAnywhereInItsTerm", testBucketLeaseProperty},
 	{"BackgroundBehindInteractive", testBucketBackground},
 	{"Pause", testBucketPause},
 }
@@ -611,20 +614,6 @@ func testBucketAnnounce(t *testing.T, b *backend) {
 	}
 	if r := mustAllow(t, l, s, charge("b", 76, lim)); r.OK() || r.RetryAfter() != time.Second {
 		t.Errorf("76 of the 75 left: OK=%v RetryAfter=%v, want refused for 1s", r.OK(), r.RetryAfter())
-	}
-}
-
-// testBucketNoLease: a token bucket is not leased (its units would refill
-// while a lease holds them): Lease refuses it, writing nothing.
-func testBucketNoLease(t *testing.T, b *backend) {
-	l := b.limiter(t)
-	s := scope(t, "s")
-	lim := TokenBucket(100, 100, time.Minute)
-	if _, err := l.Lease(context.Background(), s, charge("b", 10, lim), time.Second); !errors.Is(err, ErrInvalid) {
-		t.Errorf("Lease on a token bucket: %v, want ErrInvalid", err)
-	}
-	if u := mustUsage(t, l, s, "b", lim); u.Used != 0 {
-		t.Errorf("after the refused lease: used %d, want 0", u.Used)
 	}
 }
 

@@ -18,6 +18,13 @@ import (
 // queue behind its end: they see only its units taken. A lease never
 // outlives the calendar day it was taken in.
 //
+// On a token bucket a lease counts its units at once and, while it runs,
+// the refill its remaining term would bring as well, since its units may
+// reach the upstream at any instant of its term (see lease.lua): the
+// bucket's guarantee holds whenever they are spent. Its term is at most
+// the time the bucket takes to refill its capacity. End gives back what
+// was not spent, and the term left, as a refund is given back.
+//
 // A Lease is safe for concurrent use.
 type Lease struct {
 	lim      *Limiter
@@ -25,6 +32,7 @@ type Lease struct {
 	charge   Charge // Units: the units asked for
 	id       string
 	granted  int64
+	at, ends int64     // the grant and the end on the server's clock, µs (lease.lua)
 	deadline time.Time // local time after which nothing may be spent
 
 	mu     sync.Mutex
@@ -55,9 +63,6 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 		if err := lim.Validate(); err != nil {
 			return nil, err
 		}
-		if lim.refilling() {
-			return nil, invalid("lease of limit "+lim.String(), "a token bucket is not leased: decide its calls one by one")
-		}
 		if duplicateWindow([]Charge{c}, 0, j) {
 			return nil, invalid("lease", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
 		}
@@ -75,6 +80,7 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 		return nil, &RefusedError{Scope: scope, RetryAfter: time.Duration(v[2]-v[1]) * time.Microsecond}
 	}
 	ls.granted, ls.left = v[0], v[0]
+	ls.at, ls.ends = v[1], v[2]
 	// Spending stops by the lease's end on the server's clock: the request
 	// left before the server read its clock, so start is no later.
 	ls.deadline = start.Add(time.Duration(v[2]-v[1]) * time.Microsecond)
@@ -87,7 +93,7 @@ func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int6
 	c := ls.charge
 	keys := make([]string, 0, 2*len(c.Limits)+2)
 	logs := make([]string, 0, len(c.Limits))
-	args := []any{clockArg, op, ls.id, units, d.Microseconds()}
+	args := []any{clockArg, op, ls.id, units, d.Microseconds(), ls.at, ls.ends, ls.granted}
 	var w *window
 	for _, lim := range c.Limits {
 		w = l.window(ls.scope, c.Bucket, lim)
