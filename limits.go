@@ -94,6 +94,15 @@ func (a *limits) inTransit(l quota.Limit) int64 {
 	return max(l.Units-less, 1)
 }
 
+// maxCapacity is the largest capacity the engine holds of a token bucket
+// of that period (quota.MaxRefillSpan over the period in µs: 37,529,996
+// for a minute). A learned capacity past it is kept at it, its refill
+// unchanged: the bucket admits less at once, never more over any span,
+// where the engine would refuse the limit and so every request.
+func maxCapacity(period time.Duration) int64 {
+	return quota.MaxRefillSpan / max(period.Microseconds(), 1)
+}
+
 // decider returns a limiter with the limits it enforces, computed from
 // the upstream's (checked, by bucket) and the caps on requests in flight.
 func (a *limits) decider(lim *quota.Limiter, upstream map[string][]quota.Limit, caps map[string]int, local bool) *decider {
@@ -139,7 +148,7 @@ func (a *limits) of(d *decider, scope, bucket string, background bool) ([]quota.
 		if first.Refill > 0 {
 			// A learned token bucket refills its capacity a period.
 			first.Refill = first.Units
-			first.Units = a.inTransit(first)
+			first.Units = min(a.inTransit(first), maxCapacity(first.Window))
 		}
 	}
 	if ln.Window > 0 && !first.Calendar && first.Refill == 0 {

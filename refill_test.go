@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/learn"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/embedded"
 )
@@ -104,6 +105,30 @@ func TestTokenBucketTransit(t *testing.T) {
 					seed, i, a.units, a.at, float64(level)/float64(p))
 			}
 			level -= a.units * p
+		}
+	}
+}
+
+// TestLearnedTokenBucketPastTheEngine: a learned capacity the engine
+// cannot hold (past quota.MaxRefillSpan over its period in µs) is kept at
+// the most it holds, its refill the learned one, and the limit is valid;
+// one below it keeps the learned capacity, less Transit's refill.
+func TestLearnedTokenBucketPastTheEngine(t *testing.T) {
+	b := Bucket{Limits: []quota.Limit{quota.TokenBucket(0, 1, time.Minute)}, Follows: "tokens"}
+	a := &limits{buckets: map[string]Bucket{"tokens": b}, transit: 50 * time.Millisecond, background: 0.5,
+		announced: map[string]string{"tokens": "tokens"}}
+	d := a.decider(nil, map[string][]quota.Limit{"tokens": b.Limits}, nil, false)
+	for _, c := range []struct {
+		learned int64
+		want    quota.Limit
+	}{
+		{100_000_000, quota.TokenBucket(quota.MaxRefillSpan/60_000_000, 100_000_000, time.Minute)},
+		{30_000_000, quota.TokenBucket(30_000_000-25_000, 30_000_000, time.Minute)}, // 30M·50ms/1m = 25000
+	} {
+		a.learned.Update(learn.Key{Scope: "s", Bucket: "tokens"}, func(l *learn.Learned) { l.Limit = c.learned })
+		lims, gated := a.of(d, "s", "tokens", false)
+		if gated || len(lims) != 1 || lims[0] != c.want || lims[0].Validate() != nil {
+			t.Errorf("learned %d: %v (gated %v), want %v, valid", c.learned, lims, gated, c.want)
 		}
 	}
 }

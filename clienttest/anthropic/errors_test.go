@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -31,10 +32,13 @@ func TestSDKSeesRefusals(t *testing.T) {
 		cause    tollgate.Cause
 		attempts int64 // what the SDK hands the Transport for the refused call
 	}{
-		// An RPM of 4, less the 5% reserve: tollgate lets 3 through.
+		// An RPM of 4, less the 5% reserve: a bucket refilled at 3 a
+		// minute, which holds the refill of Transit less (a unit, rounded
+		// up: a call admitted now may reach the API up to Transit later),
+		// so tollgate lets 2 through at once.
 		{"tollgate's count, the SDK's retries", nil, false, tollgate.NoRoom, 3},
 		{"tollgate's count, WithMaxRetries(0)", []option.RequestOption{option.WithMaxRetries(0)}, false, tollgate.NoRoom, 1},
-		// An RPM of 3, spent by another program.
+		// An RPM of 3, spent by another program, without tollgate.
 		{"the API's 429, the SDK's retries", nil, true, tollgate.PausedByUpstream, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,17 +62,18 @@ func TestSDKSeesRefusals(t *testing.T) {
 				Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("Say hello."))}}
 			ctx := context.Background()
 			var attempts, turned atomic.Int64
-			first := newClient(counted{newTransport(), &attempts, &turned}, api.URL, "sk-ant-errors", c.retries...)
-			for i := range 3 {
+			client := newClient(counted{newTransport(), &attempts, &turned}, api.URL, "sk-ant-errors", c.retries...)
+			first, calls := client, 2
+			if c.upstream {
+				// Another program spends the whole RPM of the same key
+				// without tollgate: the first call of client meets the
+				// API's 429.
+				first, calls = newClient(http.DefaultTransport, api.URL, "sk-ant-errors"), 3
+			}
+			for i := range calls {
 				if _, err := first.Messages.New(ctx, params); err != nil {
 					t.Fatalf("call %d: %v", i, err)
 				}
-			}
-			client := first
-			if c.upstream {
-				// Another program spends the same key on its own Redis: its
-				// first call meets the API's 429.
-				client = newClient(counted{newTransport(), &attempts, &turned}, api.URL, "sk-ant-errors", c.retries...)
 			}
 			attempts.Store(0)
 			begin := time.Now()

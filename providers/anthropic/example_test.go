@@ -56,8 +56,11 @@ func Example() {
 		fmt.Println(resp.Status)
 	}
 
-	// What the Transport counts for the key and the model's class: the
-	// limits learned, less the 5% reserve.
+	// The buckets the Transport keeps for the key and the model's class:
+	// the limits learned, less the 5% reserve, as token buckets refilled
+	// at that rate a minute, whose capacity is the refill of Transit
+	// (50ms) less, for the requests still on their way. Their level
+	// (Usage's Remaining) refills with time, so it is not printed here.
 	scope := anthropic.Scope("sk-ant-example", "claude-sonnet-4-5")
 	fmt.Println(scope[strings.Index(scope, "/")+1:])
 	for _, bucket := range []string{anthropic.Requests, anthropic.InputTokens, anthropic.OutputTokens} {
@@ -65,14 +68,14 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%s: used %d of %d\n", bucket, usage[0].Used, usage[0].Limit.Units)
+		fmt.Printf("%s: %d at once, refilled at %d a minute\n", bucket, usage[0].Limit.Units, usage[0].Limit.Refill)
 	}
 	// Output:
 	// 200 OK
 	// 200 OK
 	// 200 OK
 	// claude-sonnet-4
-	// requests: used 2 of 47
-	// input-tokens: used 24 of 28500
-	// output-tokens: used 6 of 7600
+	// requests: 46 at once, refilled at 47 a minute
+	// input-tokens: 28476 at once, refilled at 28500 a minute
+	// output-tokens: 7593 at once, refilled at 7600 a minute
 }

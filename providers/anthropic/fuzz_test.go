@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tollgate/tollgate"
@@ -118,7 +119,11 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"usage\":{\"output\\u005ftokens\":1e3}}\n\ndata: [1,2"), int64(0), []byte(""), false)
 	var mu sync.Mutex
 	var settled []tollgate.Decision
-	tr, err := NewTransport(nil, &Options{Base: served{}, Limits: Limits{RPM: 1 << 40, ITPM: 1 << 40, OTPM: 1 << 40},
+	// Limits that never bind: token buckets of 2^40 units refilled every
+	// millisecond, so that a settlement of up to 2^40 output tokens is
+	// refilled before the next call (a minute's would hold the next calls
+	// back for up to a minute).
+	tr, err := NewTransport(nil, &Options{Base: served{}, Limits: Limits{RPM: 1 << 40, ITPM: 1 << 40, OTPM: 1 << 40}, Minute: time.Millisecond,
 		Tollgate: tollgate.Config{Transit: -1, OnSettle: func(_ context.Context, d tollgate.Decision) {
 			mu.Lock()
 			settled = append(settled, d)

@@ -66,6 +66,11 @@ type Options struct {
 	// setting Base, Limiter, Costs, Buckets or ReadResponse here is an
 	// error.
 	Tollgate tollgate.Config
+
+	// clock, when set, is the limiter's clock (quota.WithClock) instead of
+	// Redis's: tests freeze it, so that the buckets they read do not
+	// refill while they do (export_test.go).
+	clock func() time.Time
 }
 
 // Transport meters calls to Anthropic's Messages API: an
@@ -128,7 +133,11 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 		}
 		rdb, t.owned = local, local
 	}
-	if cfg.Limiter, err = quota.New(rdb); err != nil {
+	var lopts []quota.Option
+	if opts.clock != nil {
+		lopts = append(lopts, quota.WithClock(opts.clock))
+	}
+	if cfg.Limiter, err = quota.New(rdb, lopts...); err != nil {
 		return nil, t.fail(fmt.Errorf("anthropic: %w", err))
 	}
 	classes := map[string]Limits{"": opts.Limits}
@@ -198,18 +207,17 @@ func (l Limits) check() error {
 }
 
 // bucketLimit is the limit tollgate enforces for an upstream token bucket
-// of perMinute units, refilled at perMinute units a minute (0: to be
-// learned from the headers). Today it is a sliding window of perMinute
-// units a minute (quota.PerWindow): a sliding window of C a minute never
-// admits more than the upstream's bucket of capacity C refilled at C a
-// minute does (in any span of time T it admits at most C·⌈T/minute⌉ ≤
-// C + C·T/minute, the bucket's bound), so it is safe, only less generous:
-// after a burst it waits for the burst to leave the window, where the
-// upstream's bucket has already refilled in part. Issue 25's refilling
-// limit (a token bucket in the quota engine) replaces it here, and only
-// here.
+// of perMinute units, refilled continuously at perMinute units a minute:
+// Anthropic's own shape ("the maximum capacity is continuously
+// replenished", https://docs.anthropic.com/en/api/rate-limits). 0 means
+// to be learned from the headers: the refill of 1 only marks the limit a
+// token bucket until the learned capacity sets both (tollgate's
+// limits.go). A capacity the engine cannot hold (past quota.MaxRefillSpan
+// over a minute in µs: 37,529,996 units for a real minute) is kept at the
+// most it holds, its refill perMinute: less at once, never more over any
+// span; tollgate's limits.go does the same for a learned one.
 func bucketLimit(perMinute int64, minute time.Duration) quota.Limit {
-	return quota.PerWindow(perMinute, minute)
+	return quota.TokenBucket(min(perMinute, quota.MaxRefillSpan/max(minute.Microseconds(), 1)), max(perMinute, 1), minute)
 }
 
 // buckets returns the Requests, InputTokens and OutputTokens buckets of a
@@ -228,11 +236,11 @@ func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket
 		reserve = 0
 	}
 	bucket := func(perMinute int64, announced string) tollgate.Bucket {
+		limit := bucketLimit(perMinute, minute)
 		if perMinute == 0 && unannounced {
-			perMinute = maxUnits
+			limit = quota.PerWindow(maxUnits, minute) // not limited: nothing to learn it from
 		}
-		return tollgate.Bucket{ReservePercent: reserve, Follows: announced,
-			Limits: []quota.Limit{bucketLimit(perMinute, minute)}}
+		return tollgate.Bucket{ReservePercent: reserve, Follows: announced, Limits: []quota.Limit{limit}}
 	}
 	return map[string]tollgate.Bucket{
 		Requests:     bucket(l.RPM, "anthropic/requests"),

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/internal/anthsim"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/providers/anthropic"
+	"github.com/tollgate/tollgate/quota"
 )
 
 const key = "sk-ant-api03-test-0123456789"
@@ -34,12 +35,13 @@ type harness struct {
 }
 
 // newHarness starts a simulator (or uses sim) and a Transport on rdb
-// (nil: in-process).
+// (nil: in-process), whose limiter's clock is frozen (see frozen).
 func newHarness(t *testing.T, sim *anthsim.Server, rdb redis.UniversalClient, opts anthropic.Options) *harness {
 	t.Helper()
 	api := httptest.NewServer(sim)
 	t.Cleanup(api.Close)
 	h := &harness{t: t, sim: sim, url: api.URL}
+	frozen(&opts)
 	opts.Tollgate.OnSettle = func(_ context.Context, d tollgate.Decision) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -52,6 +54,23 @@ func newHarness(t *testing.T, sim *anthsim.Server, rdb redis.UniversalClient, op
 	t.Cleanup(func() { tr.Close() })
 	h.tr = tr
 	return h
+}
+
+// frozen stops the clock the Transport built from opts decides on, at
+// the instant the test starts: its token buckets do not refill while the
+// test runs, so that what Usage reads of them is what was counted, to the
+// unit, however slow the machine.
+func frozen(opts *anthropic.Options) {
+	start := time.Now()
+	anthropic.SetClock(opts, func() time.Time { return start })
+}
+
+// enforced is the capacity tollgate keeps of an upstream bucket of
+// perMinute units (less the reserve), refilled at perMinute a minute: the
+// refill of tollgate.DefaultTransit less, as a request admitted now may
+// reach the upstream that much later.
+func enforced(perMinute int64) int64 {
+	return perMinute - (perMinute*int64(tollgate.DefaultTransit)+int64(time.Minute)-1)/int64(time.Minute)
 }
 
 // post sends a Messages request with the key and reads its answer whole.
@@ -103,7 +122,7 @@ func itoa(n int) string {
 }
 
 // TestLearnsAndSettles: each class spends its own buckets, whose limits
-// (less the 5% reserve) are learned from the anthropic-ratelimit-* headers
+// (less the 5% reserve, and less Transit's refill: see enforced) are learned from the anthropic-ratelimit-* headers
 // of its first answer (that request goes alone, and counts what the
 // headers announce); every later request is settled to what its answer's
 // usage tells, from the JSON body and from the stream (message_start for
@@ -131,8 +150,9 @@ func TestLearnsAndSettles(t *testing.T) {
 		requests, rpm := h.used(scope, anthropic.Requests)
 		_, itpm := h.used(scope, anthropic.InputTokens)
 		_, otpm := h.used(scope, anthropic.OutputTokens)
-		if requests != 4 || rpm != c.rpm || itpm != c.itpm || otpm != c.otpm {
-			t.Errorf("%s: %d requests of %d, limits %d and %d; want 4 of %d, %d, %d", c.model, requests, rpm, itpm, otpm, c.rpm, c.itpm, c.otpm)
+		if requests != 4 || rpm != enforced(c.rpm) || itpm != enforced(c.itpm) || otpm != enforced(c.otpm) {
+			t.Errorf("%s: %d requests of %d, limits %d and %d; want 4 of %d, %d, %d", c.model, requests, rpm, itpm, otpm,
+				enforced(c.rpm), enforced(c.itpm), enforced(c.otpm))
 		}
 	}
 	h.mu.Lock()
@@ -302,6 +322,7 @@ func stubHarness(t *testing.T, s *stub, rdb redis.UniversalClient, opts anthropi
 	t.Helper()
 	api := httptest.NewServer(s)
 	t.Cleanup(api.Close)
+	frozen(&opts)
 	tr, err := anthropic.NewTransport(rdb, &opts)
 	if err != nil {
 		t.Fatal(err)
@@ -392,9 +413,10 @@ func itoaAll(ns []int) string {
 	return strings.Join(s, " ")
 }
 
-// TestTollgateRefuses: past a limit given, the Transport refuses with an
-// error matching tollgate.ErrQuotaExhausted before sending; max_tokens is
-// given back as the answer's usage tells.
+// TestTollgateRefuses: up to a limit given (less Transit's refill, see
+// enforced) requests go; past it, the Transport refuses with an error
+// matching tollgate.ErrQuotaExhausted before sending; max_tokens is given
+// back as the answer's usage tells.
 func TestTollgateRefuses(t *testing.T) {
 	s := &stub{status: 200, body: `{"type":"message","usage":{"input_tokens":3,"output_tokens":40}}`}
 	h := stubHarness(t, s, nil, anthropic.Options{Limits: anthropic.Limits{RPM: 50, ITPM: 30000, OTPM: 1000}, ReservePercent: -1, Tollgate: refuse})
@@ -404,10 +426,11 @@ func TestTollgateRefuses(t *testing.T) {
 			t.Fatalf("%v %v", resp, err)
 		}
 	}
-	if used, _ := h.used(scope, anthropic.OutputTokens); used != 80 {
-		t.Fatalf("two answers of 40 output tokens count %d", used)
+	used, otpm := h.used(scope, anthropic.OutputTokens)
+	if used != 80 || otpm != enforced(1000) {
+		t.Fatalf("two answers of 40 output tokens count %d of %d, want 80 of %d", used, otpm, enforced(1000))
 	}
-	if resp, _, err := h.post(message("claude-sonnet-4-5", "hi", 920, false)); err != nil || resp.StatusCode != 200 {
+	if resp, _, err := h.post(message("claude-sonnet-4-5", "hi", int(otpm-used), false)); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("what is left of the OTPM: %v %v", resp, err)
 	}
 	n := s.count()
@@ -488,5 +511,44 @@ func TestNewTransportRefusesWhatCannotWork(t *testing.T) {
 			}
 			t.Errorf("NewTransport(%+v): %v, want an error", o, err)
 		}
+	}
+}
+
+// TestLimitsPastTheEngine: an organization whose ITPM is larger than a
+// token bucket of a minute's the engine holds (quota.MaxRefillSpan over a
+// minute in µs), given or learned from the headers, keeps sending:
+// tollgate's bucket holds at most that at once, refilled at the limit
+// (less the 5% reserve).
+func TestLimitsPastTheEngine(t *testing.T) {
+	reset := time.Now().Add(time.Second).UTC().Format(time.RFC3339)
+	header := map[string]string{}
+	for name, limit := range map[string]string{"Requests": "4000", "Input-Tokens": "100000000", "Output-Tokens": "400000"} {
+		header["Anthropic-Ratelimit-"+name+"-Limit"] = limit
+		header["Anthropic-Ratelimit-"+name+"-Remaining"] = limit
+		header["Anthropic-Ratelimit-"+name+"-Reset"] = reset
+	}
+	most := quota.MaxRefillSpan / time.Minute.Microseconds()
+	for _, c := range []struct {
+		name   string
+		limits anthropic.Limits
+		header map[string]string
+		used   int64 // the first request of a class learning its limits counts what they announce spent: none
+	}{{"learned", anthropic.Limits{}, header, 6}, {"given", anthropic.Limits{RPM: 4000, ITPM: 100_000_000, OTPM: 400_000}, nil, 9}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &stub{status: 200, header: c.header, body: `{"type":"message","usage":{"input_tokens":3,"output_tokens":2}}`}
+			h := stubHarness(t, s, nil, anthropic.Options{Limits: c.limits, Tollgate: refuse})
+			for i := range 3 {
+				if resp, _, err := h.post(message("claude-sonnet-4-5", "hi", 10, false)); err != nil || resp.StatusCode != 200 {
+					t.Fatalf("request %d: %v %v", i, resp, err)
+				}
+			}
+			u, err := h.tr.Usage(t.Context(), anthropic.Scope(key, "claude-sonnet-4-5"), anthropic.InputTokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lim := u[0].Limit; lim.Units > most || lim.Units < most*9/10 || lim.Refill != 95_000_000 || u[0].Used != c.used {
+				t.Errorf("the ITPM enforced: %v, %d used; want %d used of at most %d (and not 10%% less) refilled at 95000000 a minute", lim, u[0].Used, c.used, most)
+			}
+		})
 	}
 }
