@@ -1,5 +1,5 @@
 // Package provider holds what tollgate's provider packages (youtube,
-// github, openai, gemini) share beyond the root package.
+// github, openai, anthropic, gemini) share beyond the root package.
 package provider
 
 import (

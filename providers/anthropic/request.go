@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 	"strings"
+
+	"github.com/tollgate/tollgate/internal/provider"
 )
 
 // What tollgate reads of a request before it is sent: which API it calls,
@@ -77,7 +77,7 @@ func parse(body []byte) (facts, error) {
 		}
 		return facts{}, fmt.Errorf("%w: not a JSON object: %v", ErrBody, err)
 	}
-	f := facts{size: int64(len(body)), maxTokens: count(top["max_tokens"]), stream: isTrue(top["stream"])}
+	f := facts{size: int64(len(body)), maxTokens: provider.Count(top["max_tokens"]), stream: provider.IsTrue(top["stream"])}
 	_ = json.Unmarshal(top["model"], &f.model) // not a string: no model
 	var tools []json.RawMessage
 	f.tools = json.Unmarshal(top["tools"], &tools) == nil && len(tools) > 0
@@ -163,30 +163,3 @@ func walk(body []byte, f *facts) {
 		}
 	}
 }
-
-// count reads a positive whole number, as JSON writes it (100, 1e2,
-// 100.0), or returns -1. Numbers past quota.MaxUnits are read as
-// quota.MaxUnits.
-func count(raw json.RawMessage) int64 {
-	s := string(bytes.TrimSpace(raw))
-	if s == "" || s[0] == '"' || s == "null" {
-		return -1
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n < 1 {
-			return -1
-		}
-		return min(n, maxUnits)
-	}
-	x, err := strconv.ParseFloat(s, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || x < 1 || x != math.Trunc(x) || math.IsNaN(x) {
-		return -1
-	}
-	if x >= maxUnits {
-		return maxUnits
-	}
-	return int64(x)
-}
-
-// isTrue reports whether raw is the JSON literal true.
-func isTrue(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "true" }

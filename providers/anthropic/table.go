@@ -2,11 +2,10 @@ package anthropic
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/provider"
 )
 
 // endpointNames names the endpoints of each kind, in the cost table, the
@@ -127,32 +126,9 @@ func factsOf(req *http.Request, limit int64) (facts, error) {
 	if r, ok := req.Context().Value(readKey{}).(*read); ok {
 		return r.facts, r.err
 	}
-	if req.Body == nil || req.Body == http.NoBody {
-		return parse(nil)
-	}
-	if req.GetBody == nil {
-		return facts{}, fmt.Errorf("%w: the body can be read only once, and must be sent: give the request a GetBody (http.NewRequest does for bytes and strings readers), or send it through anthropic.NewTransport's Transport", ErrBody)
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return facts{}, fmt.Errorf("%w: %v", ErrBody, err)
-	}
-	defer body.Close()
-	b, err := readAll(body, limit)
+	b, err := provider.ReadAgain(req, limit, ErrBody, "anthropic.NewTransport")
 	if err != nil {
 		return facts{}, err
 	}
 	return parse(b)
-}
-
-// readAll reads a body of at most limit bytes.
-func readAll(body io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading it: %v", ErrBody, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: it is larger than %d bytes (Options.MaxBody)", ErrBody, limit)
-	}
-	return b, nil
 }

@@ -87,7 +87,7 @@ type Transport struct {
 	routed   bool              // Options.Tollgate.Routes are set
 	maxBody  int64
 	owned    io.Closer // the in-process Redis, when NewTransport started one
-	states   announcing
+	states   provider.Announcing
 }
 
 // profile is the Transports of one class's limits: learned holds the
@@ -300,7 +300,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.pool != nil {
 		var err error
 		if poolName, err = t.pool(req); err != nil || poolName == "" || strings.Contains(poolName, "/") {
-			closeBody(out)
+			provider.CloseBody(out)
 			return nil, fmt.Errorf("anthropic: the scope func named the pool %q (%v): it must be a name without \"/\"", poolName, err)
 		}
 	}
@@ -322,9 +322,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out = out.WithContext(ctx)
 	}
 	p := t.profileOf(class)
-	inner, done, err := t.route(ctx, p, scope)
+	inner, done, err := t.states.Route(ctx, p.learned, p.unannounced, scope, p.announces)
 	if err != nil {
-		closeBody(out)
+		provider.CloseBody(out)
 		return nil, err
 	}
 	resp, err := inner.RoundTrip(out)
@@ -334,18 +334,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // readBody reads and closes the body of a request that counts tokens.
 func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	if req.Body == nil || req.Body == http.NoBody {
-		return nil, nil
-	}
-	defer req.Body.Close()
-	return readAll(req.Body, t.maxBody)
-}
-
-// closeBody closes the body of a request that is not sent.
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
+	return provider.ReadBody(req, t.maxBody, ErrBody)
 }
 
 // profileOf returns the profile of a class's limits.
@@ -368,10 +357,7 @@ func (t *Transport) forScope(scope string) *tollgate.Transport {
 			}
 		}
 	}
-	if p.unannounced != nil && t.states.silent(scope) {
-		return p.unannounced
-	}
-	return p.learned
+	return t.states.Pick(p.learned, p.unannounced, scope)
 }
 
 // Usage reads how much of each limit of a bucket (Requests, InputTokens or

@@ -270,7 +270,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.project != nil {
 		var err error
 		if project, err = t.project(req); err != nil || project == "" || strings.Contains(project, "/") {
-			closeBody(req)
+			provider.CloseBody(req)
 			return nil, fmt.Errorf("gemini: the scope func named the project %q (%v): it must be a name without \"/\"", project, err)
 		}
 	}
@@ -280,7 +280,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	tr := t.forModel(model)
 	if tr == nil {
-		closeBody(req)
+		provider.CloseBody(req)
 		return nil, fmt.Errorf("%w %q: give it in Options.Models or Options.Limits (%s %s)", ErrNoLimits, modelName(model), methodNames[m], req.URL.Path)
 	}
 	body, err := t.readBody(req)
@@ -381,25 +381,7 @@ func scrub(err error, req *http.Request) error {
 
 // readBody reads and closes the body of a request to a model.
 func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	if req.Body == nil || req.Body == http.NoBody {
-		return nil, nil
-	}
-	defer req.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(req.Body, t.maxBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading it: %v", ErrBody, err)
-	}
-	if int64(len(b)) > t.maxBody {
-		return nil, fmt.Errorf("%w: it is larger than %d bytes (Options.MaxBody)", ErrBody, t.maxBody)
-	}
-	return b, nil
-}
-
-// closeBody closes the body of a request that is not sent.
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
+	return provider.ReadBody(req, t.maxBody, ErrBody)
 }
 
 // transports returns every Transport t holds.

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tollgate/tollgate/internal/provider"
 )
 
 // What tollgate reads of a request before it is sent: which API it calls,
@@ -99,51 +99,24 @@ func parse(body []byte) (facts, error) {
 	}
 	f := facts{
 		size:                int64(utf8.RuneCount(body)),
-		maxTokens:           count(top["max_tokens"]),
-		maxCompletionTokens: count(top["max_completion_tokens"]),
-		maxOutputTokens:     count(top["max_output_tokens"]),
-		n:                   max(count(top["n"]), 0),
-		bestOf:              max(count(top["best_of"]), 0),
-		stream:              isTrue(top["stream"]),
+		maxTokens:           provider.Count(top["max_tokens"]),
+		maxCompletionTokens: provider.Count(top["max_completion_tokens"]),
+		maxOutputTokens:     provider.Count(top["max_output_tokens"]),
+		n:                   max(provider.Count(top["n"]), 0),
+		bestOf:              max(provider.Count(top["best_of"]), 0),
+		stream:              provider.IsTrue(top["stream"]),
 		ids:                 numbers(top["input"]) + numbers(top["prompt"]),
 	}
 	_ = json.Unmarshal(top["model"], &f.model) // not a string: no model
 	if raw := top["stream_options"]; raw != nil {
 		var opts map[string]json.RawMessage
 		if json.Unmarshal(raw, &opts) == nil {
-			f.includeUsage = isTrue(opts["include_usage"])
+			f.includeUsage = provider.IsTrue(opts["include_usage"])
 		}
 	}
 	f.files, f.fileChars = inlineFiles(body)
 	return f, nil
 }
-
-// count reads a positive whole number, as JSON writes it (100, 1e2,
-// 100.0), or returns -1. Numbers past quota.MaxUnits are read as
-// quota.MaxUnits.
-func count(raw json.RawMessage) int64 {
-	s := string(bytes.TrimSpace(raw))
-	if s == "" || s[0] == '"' || s == "null" {
-		return -1
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n < 1 {
-			return -1
-		}
-		return min(n, maxUnits)
-	}
-	x, err := strconv.ParseFloat(s, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || x < 1 || x != math.Trunc(x) || math.IsNaN(x) {
-		return -1
-	}
-	if x >= maxUnits {
-		return maxUnits
-	}
-	return int64(x)
-}
-
-// isTrue reports whether raw is the JSON literal true.
-func isTrue(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "true" }
 
 // numbers counts the numbers anywhere in a JSON array, e.g. 3 in [[1, 2],
 // [3]]: text sent as token ids, which the upstream counts one token each

@@ -71,7 +71,7 @@ type Transport struct {
 	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
 	maxBody  int64
 	owned    io.Closer // the in-process Redis, when NewTransport started one
-	states   announcing
+	states   provider.Announcing
 }
 
 // profile is the Transports of one model's limits: learned holds the
@@ -263,7 +263,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.pool != nil {
 		var err error
 		if pool, err = t.pool(req); err != nil || pool == "" || strings.Contains(pool, "/") {
-			closeBody(out)
+			provider.CloseBody(out)
 			return nil, fmt.Errorf("openai: the scope func named the pool %q (%v): it must be a name without \"/\"", pool, err)
 		}
 	}
@@ -275,9 +275,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out = out.WithContext(ctx)
 	}
 	p := t.profileOf(model)
-	inner, done, err := t.route(ctx, p, scope)
+	inner, done, err := t.states.Route(ctx, p.learned, p.unannounced, scope, p.announces)
 	if err != nil {
-		closeBody(out)
+		provider.CloseBody(out)
 		return nil, err
 	}
 	resp, err := inner.RoundTrip(out)
@@ -302,18 +302,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // readBody reads and closes the body of a request that counts tokens.
 func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	if req.Body == nil || req.Body == http.NoBody {
-		return nil, nil
-	}
-	defer req.Body.Close()
-	return readAll(req.Body, t.maxBody)
-}
-
-// closeBody closes the body of a request that is not sent.
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
+	return provider.ReadBody(req, t.maxBody, ErrBody)
 }
 
 // profileOf returns the profile of a model's limits.
@@ -336,10 +325,7 @@ func (t *Transport) forScope(scope string) *tollgate.Transport {
 			}
 		}
 	}
-	if p.unannounced != nil && t.states.silent(scope) {
-		return p.unannounced
-	}
-	return p.learned
+	return t.states.Pick(p.learned, p.unannounced, scope)
 }
 
 // Usage reads how much of each limit of a bucket (Requests or Tokens) is
