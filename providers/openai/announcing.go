@@ -11,14 +11,9 @@ import (
 // Azure OpenAI may send only what remains, or -1
 // (https://learn.microsoft.com/en-us/answers/questions/5625878/azure-openai-responses-api-x-ratelimit-headers-val);
 // vLLM sends nothing. A limit that is neither given nor announced cannot
-// be learned, and the learning Transport would let one request at a time
-// through forever. So the first request of each scope in a process goes
-// alone through the learning Transport, the others of the scope waiting
-// for its answer; a successful answer that does not announce every limit
-// to be learned sends the scope's requests through the unannounced
-// Transport from then on, which enforces the limits given and the
-// announced ones, and no other. A later answer that announces them all
-// sends them back.
+// be learned; provider.Announcing (the Transport's states) sends a scope's
+// requests through the unannounced Transport while its server announces
+// too little.
 
 // announces reads a response for whether its server announces every
 // limit per minute of p that is to be learned: told reports that the
