@@ -13,7 +13,6 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
-	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/providers/anthropic"
 )
@@ -35,17 +34,7 @@ const (
 )
 
 // childConfig is what a worker process is told.
-type childConfig struct {
-	API      string // the simulated API's base URL
-	Redis    string // "" for the control run: no tollgate
-	Key      string
-	Minute   time.Duration
-	Transit  time.Duration
-	Start    time.Time
-	Duration time.Duration
-	Workers  int
-	Process  int
-}
+type childConfig = rig.Config
 
 // workerResult is what one worker goroutine did.
 type workerResult struct {
@@ -105,7 +94,6 @@ func child(raw string) int {
 				model = haiku
 			}
 			streamed, err := converse(ctx, c, model, rng)
-			var qe *tollgate.QuotaError
 			var apiErr *sdk.Error
 			switch {
 			case err == nil:
@@ -117,7 +105,7 @@ func child(raw string) int {
 				res.Refused++
 			case errors.As(err, &apiErr) && apiErr.StatusCode == 529:
 				res.Overloaded++
-			case ctx.Err() != nil || errors.As(err, &qe) && time.Now().Add(qe.RetryAfter).After(end):
+			case rig.Cut(ctx, err, end):
 				res.Cut++ // its turn comes after the run: this worker is done
 				return true
 			default:

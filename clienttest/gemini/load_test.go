@@ -62,8 +62,9 @@ func run(t *testing.T, control, retries bool, minute, duration, transit time.Dur
 	start := time.Now().Add(2 * time.Second) // time for every process to boot
 	var cfgs []any
 	for p := range procs {
-		cfgs = append(cfgs, childConfig{API: api.URL, Redis: redisAddr, Key: "AIzaSy-load-key", Limits: limits,
-			Minute: minute, Transit: transit, Retries: retries, Start: start, Duration: duration, Workers: workers, Process: p})
+		cfgs = append(cfgs, childConfig{Config: rig.Config{API: api.URL, Redis: redisAddr, Key: "AIzaSy-load-key",
+			Minute: minute, Transit: transit, Start: start, Duration: duration, Workers: workers, Process: p},
+			Limits: limits, Retries: retries})
 	}
 	var all []workerResult
 	for _, rs := range rig.Wait[[]workerResult](t, rig.Start(t, childEnv, cfgs...)) {

@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/providers/gemini"
 )
@@ -33,17 +32,9 @@ const (
 
 // childConfig is what a worker process is told.
 type childConfig struct {
-	API      string // the simulated API's base URL
-	Redis    string // "" for the control run: no tollgate
-	Key      string
-	Limits   map[string]gemini.Limits
-	Minute   time.Duration
-	Transit  time.Duration
-	Retries  bool // set HTTPOptions.RetryOptions (the SDK's defaults)
-	Start    time.Time
-	Duration time.Duration
-	Workers  int
-	Process  int
+	rig.Config
+	Limits  map[string]gemini.Limits
+	Retries bool // set HTTPOptions.RetryOptions (the SDK's defaults)
 }
 
 // workerResult is what one worker goroutine did.
@@ -111,7 +102,6 @@ func child(raw string) int {
 			} else {
 				streamed, err = converse(ctx, c, rng)
 			}
-			var qe *tollgate.QuotaError
 			var apiErr genai.APIError
 			switch {
 			case err == nil:
@@ -125,7 +115,7 @@ func child(raw string) int {
 				if res.FirstErr == "" {
 					res.FirstErr = err.Error()
 				}
-			case ctx.Err() != nil || errors.As(err, &qe) && time.Now().Add(qe.RetryAfter).After(end):
+			case rig.Cut(ctx, err, end):
 				res.Cut++ // its turn comes after the run: this worker is done
 				return true
 			default:

@@ -34,17 +34,7 @@ const (
 )
 
 // childConfig is what a worker process is told.
-type childConfig struct {
-	API      string // the simulated API's base URL
-	Redis    string
-	Key      string
-	Minute   time.Duration
-	Transit  time.Duration
-	Start    time.Time // every process starts at this instant
-	Duration time.Duration
-	Workers  int
-	Process  int
-}
+type childConfig = rig.Config
 
 // workerResult is what one worker goroutine did.
 type workerResult struct {

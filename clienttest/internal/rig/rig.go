@@ -42,6 +42,20 @@ func Main(m *testing.M, env string, worker func(raw string) int) {
 	os.Exit(m.Run())
 }
 
+// Config is what every worker process is told; a package's worker
+// configuration embeds it, and adds its own.
+type Config struct {
+	API      string // the simulated API's base URL
+	Redis    string // "" for a control run: no tollgate
+	Key      string
+	Minute   time.Duration
+	Transit  time.Duration
+	Start    time.Time // every process starts at this instant
+	Duration time.Duration
+	Workers  int
+	Process  int
+}
+
 // Procs are worker processes started by Start.
 type Procs struct {
 	cmds []*exec.Cmd
@@ -131,6 +145,13 @@ func Work(start time.Time, duration time.Duration, workers, process int,
 		})
 	}
 	wg.Wait()
+}
+
+// Cut reports whether err ended a worker's run: ctx is done, or tollgate
+// refused the call with a turn after end.
+func Cut(ctx context.Context, err error, end time.Time) bool {
+	var qe *tollgate.QuotaError
+	return ctx.Err() != nil || errors.As(err, &qe) && time.Now().Add(qe.RetryAfter).After(end)
 }
 
 // Base returns a clone of http.DefaultTransport that keeps an idle
