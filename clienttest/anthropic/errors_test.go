@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/internal/anthsim"
 	"github.com/tollgate/tollgate/providers/anthropic"
 )
@@ -61,8 +61,9 @@ func TestSDKSeesRefusals(t *testing.T) {
 			params := sdk.MessageNewParams{Model: sdk.Model(sonnet), MaxTokens: 20,
 				Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("Say hello."))}}
 			ctx := context.Background()
-			var attempts, turned atomic.Int64
-			client := newClient(counted{newTransport(), &attempts, &turned}, api.URL, "sk-ant-errors", c.retries...)
+			counter := &rig.Counter{Base: newTransport()}
+			attempts := &counter.Attempts
+			client := newClient(counter, api.URL, "sk-ant-errors", c.retries...)
 			first, calls := client, 2
 			if c.upstream {
 				// Another program spends the whole RPM of the same key

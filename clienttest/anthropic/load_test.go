@@ -1,14 +1,12 @@
 package anthropic_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/internal/anthsim"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/windowcheck"
@@ -40,7 +38,7 @@ const overloadEvery = 40
 // clock returns the run's minute, its length and Transit.
 func clock(t *testing.T) (minute, duration, transit time.Duration) {
 	minute, duration, transit = 4*time.Second, 14*time.Second, 250*time.Millisecond
-	if raceDetector {
+	if rig.Race {
 		transit = 500 * time.Millisecond
 	}
 	if os.Getenv(realTimeEnv) == "1" {
@@ -63,29 +61,13 @@ func run(t *testing.T, control bool, minute, duration, transit time.Duration) (*
 		redisAddr = redistest.Start(t).Addr
 	}
 	start := time.Now().Add(2 * time.Second) // time for every process to boot
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
+	var cfgs []any
 	for p := range procs {
-		cfg, _ := json.Marshal(childConfig{API: api.URL, Redis: redisAddr, Key: "sk-ant-load-key",
+		cfgs = append(cfgs, childConfig{API: api.URL, Redis: redisAddr, Key: "sk-ant-load-key",
 			Minute: minute, Transit: transit, Start: start, Duration: duration, Workers: workers, Process: p})
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+string(cfg))
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, &out)
 	}
 	var all []workerResult
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("worker process %d: %v", i, err)
-		}
-		var rs []workerResult
-		if err := json.Unmarshal(outs[i].Bytes(), &rs); err != nil {
-			t.Fatalf("worker process %d printed %q: %v", i, outs[i].String(), err)
-		}
+	for _, rs := range rig.Wait[[]workerResult](t, rig.Start(t, childEnv, cfgs...)) {
 		all = append(all, rs...)
 	}
 	return sim, all
@@ -153,17 +135,8 @@ func check(t *testing.T, sim *anthsim.Server, minute time.Duration) {
 			over := overBucket(calls, caps[b], minute)
 			// The share used: the units of the whole minutes from the
 			// first arrival, over what those minutes allow.
-			first := as[0].At
-			minutes := int64(as[len(as)-1].At.Sub(first) / minute)
-			perMinute := make([]int64, minutes+1)
-			var total int64
-			for _, c := range calls {
-				k := c.At.Sub(first) / minute
-				perMinute[k] += c.Units
-				if int64(k) < minutes {
-					total += c.Units
-				}
-			}
+			perMinute, total := rig.PerMinute(calls, minute)
+			minutes := int64(len(perMinute) - 1)
 			used := float64(total) / float64(max(minutes, 1)*caps[b])
 			t.Logf("%s %s (limit %d): at most %d in a minute, bucket drawn %d deep at most, per whole minute %v: %.1f%% used",
 				class, b, caps[b], most, st.MaxUse[class][b], perMinute[:minutes], 100*used)

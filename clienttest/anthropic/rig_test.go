@@ -2,23 +2,18 @@ package anthropic_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/providers/anthropic"
 )
 
@@ -39,17 +34,7 @@ const (
 )
 
 // childConfig is what a worker process is told.
-type childConfig struct {
-	API      string // the simulated API's base URL
-	Redis    string // "" for the control run: no tollgate
-	Key      string
-	Minute   time.Duration
-	Transit  time.Duration
-	Start    time.Time
-	Duration time.Duration
-	Workers  int
-	Process  int
-}
+type childConfig = rig.Config
 
 // workerResult is what one worker goroutine did.
 type workerResult struct {
@@ -65,12 +50,7 @@ type workerResult struct {
 	FirstErr        string `json:",omitempty"`
 }
 
-func TestMain(m *testing.M) {
-	if cfg := os.Getenv(childEnv); cfg != "" {
-		os.Exit(child(cfg))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { rig.Main(m, childEnv, child) }
 
 // newClient returns the SDK's client sending through rt to api, with its
 // default retries (two).
@@ -85,112 +65,62 @@ func newClient(rt http.RoundTripper, api, key string, opts ...option.RequestOpti
 // child is a worker process: it sends requests from cfg.Workers
 // goroutines until the run ends and prints their results as JSON.
 func child(raw string) int {
-	var cfg childConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 3
-	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = cfg.Workers
-	var rt http.RoundTripper = base
-	if cfg.Redis != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis, PoolSize: cfg.Workers})
-		defer rdb.Close()
-		// No limits given: every class's are learned from the headers.
-		tr, err := anthropic.NewTransport(rdb, &anthropic.Options{Base: base, Minute: cfg.Minute,
-			Tollgate: tollgate.Config{Transit: cfg.Transit,
-				// A turn may come a whole minute (and Transit) away.
-				Policy: tollgate.Policies(tollgate.Policy{MaxWait: 2 * cfg.Minute}, nil)}})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			return 3
+	return rig.Child(raw, func(cfg childConfig) (any, error) {
+		base := rig.Base(cfg.Workers)
+		var rt http.RoundTripper = base
+		if cfg.Redis != "" {
+			rdb := rig.Redis(cfg.Redis, cfg.Workers)
+			defer rdb.Close()
+			// No limits given: every class's are learned from the headers.
+			tr, err := anthropic.NewTransport(rdb, &anthropic.Options{Base: base, Minute: cfg.Minute,
+				Tollgate: rig.Tollgate(cfg.Minute, cfg.Transit)})
+			if err != nil {
+				return nil, err
+			}
+			defer tr.Close()
+			rt = tr
 		}
-		defer tr.Close()
-		rt = tr
-	}
-	var attempts, turned atomic.Int64
-	c := newClient(counted{rt, &attempts, &turned}, cfg.API, cfg.Key)
+		counter := &rig.Counter{Base: rt}
+		c := newClient(counter, cfg.API, cfg.Key)
 
-	time.Sleep(time.Until(cfg.Start))
-	end := cfg.Start.Add(cfg.Duration)
-	ctx, cancel := context.WithDeadline(context.Background(), end)
-	defer cancel()
-	results := make([]workerResult, cfg.Workers)
-	var wg sync.WaitGroup
-	for w := range cfg.Workers {
-		wg.Go(func() {
+		results := make([]workerResult, cfg.Workers)
+		for w := range results {
+			results[w].Process, results[w].Worker = cfg.Process, w
+		}
+		rig.Work(cfg.Start, cfg.Duration, cfg.Workers, cfg.Process, func(ctx context.Context, end time.Time, w int, rng *rand.Rand) bool {
 			res := &results[w]
-			res.Process, res.Worker = cfg.Process, w
-			rng := rand.New(rand.NewPCG(uint64(cfg.Process), uint64(w)))
-			for i := 0; i < 100000 && ctx.Err() == nil; i++ {
-				model := sonnet
-				if w%3 == 2 {
-					model = haiku
+			model := sonnet
+			if w%3 == 2 {
+				model = haiku
+			}
+			streamed, err := converse(ctx, c, model, rng)
+			var apiErr *sdk.Error
+			switch {
+			case err == nil:
+				res.Calls++
+				if streamed {
+					res.Streamed++
 				}
-				streamed, err := converse(ctx, c, model, rng)
-				var qe *tollgate.QuotaError
-				var apiErr *sdk.Error
-				switch {
-				case err == nil:
-					res.Calls++
-					if streamed {
-						res.Streamed++
-					}
-				case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests:
-					res.Refused++
-				case errors.As(err, &apiErr) && apiErr.StatusCode == 529:
-					res.Overloaded++
-				case ctx.Err() != nil || errors.As(err, &qe) && time.Now().Add(qe.RetryAfter).After(end):
-					res.Cut++ // its turn comes after the run: this worker is done
-					return
-				default:
-					res.Failed++
-					if res.FirstErr == "" {
-						res.FirstErr = err.Error()
-					}
+			case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests:
+				res.Refused++
+			case errors.As(err, &apiErr) && apiErr.StatusCode == 529:
+				res.Overloaded++
+			case rig.Cut(ctx, err, end):
+				res.Cut++ // its turn comes after the run: this worker is done
+				return true
+			default:
+				res.Failed++
+				if res.FirstErr == "" {
+					res.FirstErr = err.Error()
 				}
 			}
+			return false
 		})
-	}
-	wg.Wait()
-	if len(results) > 0 {
-		results[0].Attempts, results[0].Turned = int(attempts.Load()), int(turned.Load())
-	}
-	if err := json.NewEncoder(os.Stdout).Encode(results); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 3
-	}
-	return 0
-}
-
-// counted counts the requests the SDK hands the Transport, and those
-// tollgate refuses.
-type counted struct {
-	rt               http.RoundTripper
-	attempts, turned *atomic.Int64
-}
-
-func (c counted) RoundTrip(req *http.Request) (*http.Response, error) {
-	c.attempts.Add(1)
-	resp, err := c.rt.RoundTrip(req)
-	if errors.Is(err, tollgate.ErrQuotaExhausted) {
-		c.turned.Add(1)
-	}
-	return resp, err
-}
-
-// words are what prompts are made of: English, French, Japanese, emoji,
-// so that characters and bytes differ.
-var words = strings.Fields("the quota of every worker is shared by all processes la gare est où ? 駅 東京 ありがとう 🚀 tokens minute limit")
-
-// prompt returns a prompt of about n bytes.
-func prompt(rng *rand.Rand, n int) string {
-	var b strings.Builder
-	for b.Len() < n {
-		b.WriteString(words[rng.IntN(len(words))])
-		b.WriteByte(' ')
-	}
-	return b.String()
+		if len(results) > 0 {
+			results[0].Attempts, results[0].Turned = counter.Counts()
+		}
+		return results, nil
+	})
 }
 
 // rules is the long system prompt some of Haiku's requests cache.
@@ -201,7 +131,7 @@ var rules = strings.Repeat("Answer briefly, in the language of the question, and
 // answer to its end.
 func converse(ctx context.Context, c sdk.Client, model string, rng *rand.Rand) (streamed bool, err error) {
 	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(32 + rng.IntN(300)),
-		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(prompt(rng, 100+rng.IntN(1500))))}}
+		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(rig.Prompt(rng, 100+rng.IntN(1500))))}}
 	if model == haiku && rng.IntN(3) == 0 {
 		p.System = []sdk.TextBlockParam{{Text: rules, CacheControl: sdk.NewCacheControlEphemeralParam()}}
 	} else {

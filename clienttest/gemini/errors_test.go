@@ -5,13 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/genai"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/internal/gemsim"
 	"github.com/tollgate/tollgate/providers/gemini"
 )
@@ -48,13 +48,14 @@ func TestSDKSeesRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Close()
-			var attempts, turned atomic.Int64
+			counter := &rig.Counter{Base: tr}
+			attempts := &counter.Attempts
 			opts := genai.HTTPOptions{BaseURL: api.URL + "/"}
 			if c.retries > 0 {
 				opts.RetryOptions = &genai.HTTPRetryOptions{Attempts: genai.Ptr(c.retries), InitialDelay: genai.Ptr(0.01), MaxDelay: genai.Ptr(0.02)}
 			}
 			client, err := genai.NewClient(context.Background(), &genai.ClientConfig{APIKey: "AIzaSy-errors", Backend: genai.BackendGeminiAPI,
-				HTTPClient: &http.Client{Transport: counted{tr, &attempts, &turned}}, HTTPOptions: opts})
+				HTTPClient: &http.Client{Transport: counter}, HTTPOptions: opts})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,14 +1,12 @@
 package gemini_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/internal/gemsim"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/windowcheck"
@@ -35,7 +33,7 @@ var limits = map[string]gemini.Limits{
 // clock returns the run's minute, its length and Transit.
 func clock(t *testing.T) (minute, duration, transit time.Duration) {
 	minute, duration, transit = 2*time.Second, 10*time.Second, 250*time.Millisecond
-	if raceDetector {
+	if rig.Race {
 		transit = 400 * time.Millisecond
 	}
 	if os.Getenv(realTimeEnv) == "1" {
@@ -62,29 +60,14 @@ func run(t *testing.T, control, retries bool, minute, duration, transit time.Dur
 		redisAddr = redistest.Start(t).Addr
 	}
 	start := time.Now().Add(2 * time.Second) // time for every process to boot
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
+	var cfgs []any
 	for p := range procs {
-		cfg, _ := json.Marshal(childConfig{API: api.URL, Redis: redisAddr, Key: "AIzaSy-load-key", Limits: limits,
-			Minute: minute, Transit: transit, Retries: retries, Start: start, Duration: duration, Workers: workers, Process: p})
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+string(cfg))
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, &out)
+		cfgs = append(cfgs, childConfig{Config: rig.Config{API: api.URL, Redis: redisAddr, Key: "AIzaSy-load-key",
+			Minute: minute, Transit: transit, Start: start, Duration: duration, Workers: workers, Process: p},
+			Limits: limits, Retries: retries})
 	}
 	var all []workerResult
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("worker process %d: %v", i, err)
-		}
-		var rs []workerResult
-		if err := json.Unmarshal(outs[i].Bytes(), &rs); err != nil {
-			t.Fatalf("worker process %d printed %q: %v", i, outs[i].String(), err)
-		}
+	for _, rs := range rig.Wait[[]workerResult](t, rig.Start(t, childEnv, cfgs...)) {
 		all = append(all, rs...)
 	}
 	return sim.Arrivals(), all, start
@@ -148,17 +131,8 @@ func check(t *testing.T, arrivals []gemsim.Arrival, start time.Time, minute time
 		// The share of the TPM used: the tokens of the whole minutes from
 		// the first arrival, over what those minutes allow (disjoint
 		// minutes, so no limiter can pass 100%).
-		first := as[0].At
-		minutes := int64(as[len(as)-1].At.Sub(first) / minute)
-		var total int64
-		perMinute := make([]int64, minutes+1)
-		for _, a := range as {
-			k := a.At.Sub(first) / minute
-			perMinute[k] += a.Tokens
-			if int64(k) < minutes {
-				total += a.Tokens
-			}
-		}
+		perMinute, total := rig.PerMinute(tokens, minute)
+		minutes := int64(len(perMinute) - 1)
 		used := float64(total) / float64(max(minutes, 1)*lim.TPM)
 		t.Logf("%s: %d requests (%d counted: RPD %d); at most %d input tokens (TPM %d) and %d requests (RPM %d) in a minute; tokens per whole minute %v, %.1f%% of the TPM",
 			model, len(as), day, lim.RPD, mostTokens, lim.TPM, mostRequests, lim.RPM, perMinute[:minutes], 100*used)

@@ -1,29 +1,22 @@
 package github_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/internal/ghsim"
 	"github.com/tollgate/tollgate/internal/redistest"
 )
 
-func TestMain(m *testing.M) {
-	if raw := os.Getenv(workerEnv); raw != "" {
-		os.Exit(runWorker(raw))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { rig.Main(m, workerEnv, runWorker) }
 
 // scenario is one load run: the simulated API, the clock it runs on, the
 // processes and their mix, and the limit that binds.
@@ -152,34 +145,19 @@ func TestManyProcesses(t *testing.T) {
 			s := redistest.Start(t)
 			start := time.Now().Add(startDelay)
 			until := start.Add(sc.run)
-			var cmds []*exec.Cmd
-			var outs []*bytes.Buffer
+			var cfgs []any
 			for p := range sc.procs {
-				raw, _ := json.Marshal(workerConfig{Redis: s.Addr, API: api.URL, Token: "ghp_loadtest", Workers: sc.workers,
+				cfgs = append(cfgs, workerConfig{Redis: s.Addr, API: api.URL, Token: "ghp_loadtest", Workers: sc.workers,
 					Start: start, Until: until, Minute: sc.minute, Hour: sc.hour, Mix: sc.mix, Seed: uint64(p + 1)})
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, os.Stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				cmds, outs = append(cmds, cmd), append(outs, &out)
 			}
+			procs := rig.Start(t, workerEnv, cfgs...)
 			m := measured{sim: sim, start: start, from: start.Add(sc.settle), until: until}
 			time.Sleep(time.Until(m.from))
 			m.atFrom = sim.Stats()
 			time.Sleep(time.Until(until))
 			m.atUntil = sim.Stats()
 			total := workerReport{Calls: map[string]int{}}
-			for i, cmd := range cmds {
-				if err := cmd.Wait(); err != nil {
-					t.Fatalf("process %d: %v", i, err)
-				}
-				var rep workerReport
-				if err := json.Unmarshal(outs[i].Bytes(), &rep); err != nil {
-					t.Fatalf("process %d: %v: %q", i, err, outs[i].Bytes())
-				}
+			for _, rep := range rig.Wait[workerReport](t, procs) {
 				for k, n := range rep.Calls {
 					total.Calls[k] += n
 				}

@@ -1,14 +1,12 @@
 package openai_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/internal/oaisim"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/windowcheck"
@@ -27,7 +25,7 @@ const realTimeEnv = "TOLLGATE_OPENAI_REALTIME"
 // binding limit (tokens per minute) used.
 func TestManyProcesses(t *testing.T) {
 	minute, duration, transit := 4*time.Second, 14*time.Second, 250*time.Millisecond
-	if raceDetector {
+	if rig.Race {
 		transit = 500 * time.Millisecond
 	}
 	if os.Getenv(realTimeEnv) == "1" {
@@ -46,31 +44,16 @@ func TestManyProcesses(t *testing.T) {
 
 	const procs, workers = 3, 8
 	start := time.Now().Add(2 * time.Second) // time for every process to boot
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
+	var cfgs []any
 	for p := range procs {
-		cfg, _ := json.Marshal(childConfig{API: api.URL, Redis: rdb.Addr, Key: "sk-load", Minute: minute, Transit: transit,
+		cfgs = append(cfgs, childConfig{API: api.URL, Redis: rdb.Addr, Key: "sk-load", Minute: minute, Transit: transit,
 			Start: start, Duration: duration, Workers: workers, Process: p})
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+string(cfg))
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, &out)
 	}
+	reports := rig.Wait[[]workerResult](t, rig.Start(t, childEnv, cfgs...))
 	var calls, streamed, cut int
 	var firstCut time.Time // the first worker to stop
 	var firstCutWait time.Duration
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("worker process %d: %v", i, err)
-		}
-		var rs []workerResult
-		if err := json.Unmarshal(outs[i].Bytes(), &rs); err != nil {
-			t.Fatalf("worker process %d printed %q: %v", i, outs[i].String(), err)
-		}
+	for _, rs := range reports {
 		for _, r := range rs {
 			calls, streamed, cut = calls+r.Calls, streamed+r.Streamed, cut+r.Cut
 			if !r.CutAt.IsZero() && (firstCut.IsZero() || r.CutAt.Before(firstCut)) {
@@ -111,17 +94,8 @@ func TestManyProcesses(t *testing.T) {
 		// minutes, so no limiter, however exact, can pass 100%; a partial
 		// minute at the end would be measured against a full minute's
 		// worth, which may still be waiting in line.
-		first := as[0].At
-		minutes := int64(as[len(as)-1].At.Sub(first) / minute)
-		var total int64
-		perMinute := make([]int64, minutes+1)
-		for _, a := range as {
-			k := a.At.Sub(first) / minute
-			perMinute[k] += a.Tokens
-			if int64(k) < minutes {
-				total += a.Tokens
-			}
-		}
+		perMinute, total := rig.PerMinute(tokens, minute)
+		minutes := int64(len(perMinute) - 1)
 		used := float64(total) / float64(minutes*lim.TPM)
 		t.Logf("%s: %d requests; at most %d tokens (TPM %d) and %d requests (RPM %d) in a minute; %d tokens in the first %d whole minutes (%v, then %d), %.1f%% of what the TPM allows",
 			model, len(as), mostTokens, lim.TPM, mostRequests, lim.RPM, total, minutes, perMinute[:minutes], perMinute[minutes], 100*used)

@@ -2,23 +2,18 @@ package openai_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/clienttest/internal/rig"
 	"github.com/tollgate/tollgate/providers/openai"
 )
 
@@ -39,17 +34,7 @@ const (
 )
 
 // childConfig is what a worker process is told.
-type childConfig struct {
-	API      string // the simulated API's base URL
-	Redis    string
-	Key      string
-	Minute   time.Duration
-	Transit  time.Duration
-	Start    time.Time // every process starts at this instant
-	Duration time.Duration
-	Workers  int
-	Process  int
-}
+type childConfig = rig.Config
 
 // workerResult is what one worker goroutine did.
 type workerResult struct {
@@ -63,12 +48,7 @@ type workerResult struct {
 	FirstErr        string        `json:",omitempty"`
 }
 
-func TestMain(m *testing.M) {
-	if cfg := os.Getenv(childEnv); cfg != "" {
-		os.Exit(child(cfg))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { rig.Main(m, childEnv, child) }
 
 // client returns OpenAI's client sending through tr to api, with its own
 // retries off: tollgate waits for the turns, and a retry would be one
@@ -85,95 +65,60 @@ func client(tr http.RoundTripper, api, key string) oai.Client {
 // child is a worker process: it sends requests from cfg.Workers
 // goroutines until the run ends and prints their results as JSON.
 func child(raw string) int {
-	var cfg childConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 3
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis, PoolSize: cfg.Workers})
-	defer rdb.Close()
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = cfg.Workers
-	tr, err := openai.NewTransport(rdb, &openai.Options{Base: base, Minute: cfg.Minute,
-		Tollgate: tollgate.Config{Transit: cfg.Transit,
-			// A turn may come a whole minute (and Transit) away: longer than
-			// DefaultMaxWait on the real clock.
-			Policy: tollgate.Policies(tollgate.Policy{MaxWait: 2 * cfg.Minute}, nil)}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 3
-	}
-	defer tr.Close()
-	c := client(tr, cfg.API, cfg.Key)
+	return rig.Child(raw, func(cfg childConfig) (any, error) {
+		rdb := rig.Redis(cfg.Redis, cfg.Workers)
+		defer rdb.Close()
+		tr, err := openai.NewTransport(rdb, &openai.Options{Base: rig.Base(cfg.Workers), Minute: cfg.Minute,
+			Tollgate: rig.Tollgate(cfg.Minute, cfg.Transit)})
+		if err != nil {
+			return nil, err
+		}
+		defer tr.Close()
+		c := client(tr, cfg.API, cfg.Key)
 
-	time.Sleep(time.Until(cfg.Start))
-	end := cfg.Start.Add(cfg.Duration)
-	ctx, cancel := context.WithDeadline(context.Background(), end)
-	defer cancel()
-	results := make([]workerResult, cfg.Workers)
-	var wg sync.WaitGroup
-	for w := range cfg.Workers {
-		wg.Go(func() {
+		results := make([]workerResult, cfg.Workers)
+		for w := range results {
+			results[w].Process, results[w].Worker = cfg.Process, w
+		}
+		rig.Work(cfg.Start, cfg.Duration, cfg.Workers, cfg.Process, func(ctx context.Context, end time.Time, w int, rng *rand.Rand) bool {
 			res := &results[w]
-			res.Process, res.Worker = cfg.Process, w
-			rng := rand.New(rand.NewPCG(uint64(cfg.Process), uint64(w)))
-			for i := 0; i < 100000 && ctx.Err() == nil; i++ {
-				var streamed bool
-				var err error
-				if w%4 == 3 {
-					err = embed(ctx, c, rng)
-				} else {
-					streamed, err = converse(ctx, c, rng)
+			var streamed bool
+			var err error
+			if w%4 == 3 {
+				err = embed(ctx, c, rng)
+			} else {
+				streamed, err = converse(ctx, c, rng)
+			}
+			var qe *tollgate.QuotaError
+			switch {
+			case err == nil:
+				res.Calls++
+				if streamed {
+					res.Streamed++
 				}
-				var qe *tollgate.QuotaError
-				switch {
-				case err == nil:
-					res.Calls++
-					if streamed {
-						res.Streamed++
-					}
-				case ctx.Err() != nil || errors.As(err, &qe) && qe.Cause != tollgate.PausedByUpstream && time.Now().Add(qe.RetryAfter).After(end):
-					res.Cut++ // its turn comes after the run: this worker is done
-					res.CutAt = time.Now()
-					if qe != nil {
-						res.CutWait = qe.RetryAfter
-					}
-					return
-				default:
-					res.Failed++
-					if res.FirstErr == "" {
-						res.FirstErr = err.Error()
-					}
+			case ctx.Err() != nil || errors.As(err, &qe) && qe.Cause != tollgate.PausedByUpstream && time.Now().Add(qe.RetryAfter).After(end):
+				res.Cut++ // its turn comes after the run: this worker is done
+				res.CutAt = time.Now()
+				if qe != nil {
+					res.CutWait = qe.RetryAfter
+				}
+				return true
+			default:
+				res.Failed++
+				if res.FirstErr == "" {
+					res.FirstErr = err.Error()
 				}
 			}
+			return false
 		})
-	}
-	wg.Wait()
-	if err := json.NewEncoder(os.Stdout).Encode(results); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 3
-	}
-	return 0
-}
-
-// words are what prompts are made of: English, French, Japanese, emoji,
-// so that characters and bytes differ.
-var words = strings.Fields("the quota of every worker is shared by all processes la gare est où ? 駅 東京 ありがとう 🚀 tokens minute limit")
-
-// prompt returns a prompt of about n bytes.
-func prompt(rng *rand.Rand, n int) string {
-	var b strings.Builder
-	for b.Len() < n {
-		b.WriteString(words[rng.IntN(len(words))])
-		b.WriteByte(' ')
-	}
-	return b.String()
+		return results, nil
+	})
 }
 
 // converse sends a chat completion or a response, of varied prompt and
 // allowance, streamed or not, and reads it to its end.
 func converse(ctx context.Context, c oai.Client, rng *rand.Rand) (streamed bool, err error) {
-	text := prompt(rng, 20+rng.IntN(600))
+	text := rig.Prompt(rng, 20+rng.IntN(600))
 	allowance := int64(16 + rng.IntN(300))
 	streamed = rng.IntN(10) < 4
 	if rng.IntN(10) == 0 {
@@ -218,7 +163,7 @@ func converse(ctx context.Context, c oai.Client, rng *rand.Rand) (streamed bool,
 func embed(ctx context.Context, c oai.Client, rng *rand.Rand) error {
 	texts := make([]string, 1+rng.IntN(6))
 	for i := range texts {
-		texts[i] = prompt(rng, 40+rng.IntN(400))
+		texts[i] = rig.Prompt(rng, 40+rng.IntN(400))
 	}
 	_, err := c.Embeddings.New(ctx, oai.EmbeddingNewParams{Model: embedModel,
 		Input: oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}})

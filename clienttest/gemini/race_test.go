@@ -1,8 +1,0 @@
-//go:build race
-
-package gemini_test
-
-// raceDetector reports a build with the race detector, which slows every
-// process many times over: a request then may take longer from its
-// admission to the upstream, and the load tests give it more Transit.
-const raceDetector = true
