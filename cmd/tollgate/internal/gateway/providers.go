@@ -22,10 +22,9 @@ import (
 // A provider builds an upstream's Transport and says where the upstream's
 // key goes.
 type provider struct {
-	// check decodes and checks the upstream's options.
-	check func(u *Upstream) error
-	// build returns the upstream's Transport, sending through base, with
-	// the hooks in cfg (tollgate.Config's OnDecision and the like).
+	// build decodes the upstream's options and returns its Transport,
+	// sending through base, with the hooks in cfg (tollgate.Config's
+	// OnDecision and the like). check calls it to check the options.
 	build func(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error)
 	// keyHeader is the header the upstream's key is sent in; bearer says
 	// "Authorization: Bearer KEY".
@@ -44,14 +43,14 @@ type roundTripCloser interface {
 
 // providers are the providers by name.
 var providers = map[string]provider{
-	"youtube": {check: checkYouTube, build: buildYouTube, keyHeader: "X-Goog-Api-Key", queryKey: true},
-	"openai":  {check: checkOpenAI, build: buildOpenAI, keyHeader: "Authorization", bearer: true},
-	"gemini":  {check: checkGemini, build: buildGemini, keyHeader: "X-Goog-Api-Key", queryKey: true},
-	"github":  {check: checkGitHub, build: buildGitHub, keyHeader: "Authorization", bearer: true},
-	"custom":  {check: checkCustom, build: buildCustom, keyHeader: "Authorization", bearer: true},
+	"youtube": {build: buildYouTube, keyHeader: "X-Goog-Api-Key", queryKey: true},
+	"openai":  {build: buildOpenAI, keyHeader: "Authorization", bearer: true},
+	"gemini":  {build: buildGemini, keyHeader: "X-Goog-Api-Key", queryKey: true},
+	"github":  {build: buildGitHub, keyHeader: "Authorization", bearer: true},
+	"custom":  {build: buildCustom, keyHeader: "Authorization", bearer: true},
 	// Anthropic's key goes in x-api-key; anthropic-version passes as the
 	// caller sent it.
-	"anthropic": {check: checkAnthropic, build: buildAnthropic, keyHeader: "X-Api-Key"},
+	"anthropic": {build: buildAnthropic, keyHeader: "X-Api-Key"},
 }
 
 // youtubeOptions are the youtube provider's options.
@@ -84,22 +83,6 @@ func (o *youtubeOptions) options(u *Upstream) (*youtube.Options, error) {
 		return nil, fmt.Errorf("option table %q: want classic or granular", o.Table)
 	}
 	return opts, nil
-}
-
-func checkYouTube(u *Upstream) error {
-	var o youtubeOptions
-	if err := decodeOptions(u.Options, &o); err != nil {
-		return err
-	}
-	opts, err := o.options(u)
-	if err != nil {
-		return err
-	}
-	// NewTransport checks the rest, on an in-process limiter nothing
-	// reaches: a client of no server, never dialled.
-	return checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) {
-		return youtube.NewTransport(youtubeKeys(u, o.Pool, opts), rdb, opts)
-	})
 }
 
 // youtubeKeys puts the upstream's key in its pool: o.Pools when the pool
@@ -154,16 +137,7 @@ func (o *openaiOptions) options() (*openai.Options, error) {
 		Limits: openai.Limits{RPM: o.RPM, TPM: o.TPM, RPD: o.RPD, TPD: o.TPD}}, nil
 }
 
-func checkOpenAI(u *Upstream) error {
-	_, err := openaiBuild(u, nil, nil, tollgate.Config{}, true)
-	return err
-}
-
 func buildOpenAI(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
-	return openaiBuild(u, rdb, base, cfg, false)
-}
-
-func openaiBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
 	var o openaiOptions
 	if err := decodeOptions(u.Options, &o); err != nil {
 		return nil, err
@@ -171,9 +145,6 @@ func openaiBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper,
 	opts, err := o.options()
 	if err != nil {
 		return nil, err
-	}
-	if check {
-		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) { return openai.NewTransport(rdb, opts) })
 	}
 	opts.Base, opts.Tollgate = base, cfg
 	return openai.NewTransport(rdb, opts)
@@ -189,7 +160,7 @@ type geminiOptions struct {
 	MaxBody        int64   `json:"max_body"`
 }
 
-func geminiBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
+func buildGemini(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
 	var o geminiOptions
 	if err := decodeOptions(u.Options, &o); err != nil {
 		return nil, err
@@ -200,20 +171,8 @@ func geminiBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper,
 	}
 	opts := &gemini.Options{Minute: m, ReservePercent: o.ReservePercent, MaxBody: o.MaxBody,
 		Limits: gemini.Limits{RPM: o.RPM, TPM: o.TPM, RPD: o.RPD}}
-	if check {
-		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) { return gemini.NewTransport(rdb, opts) })
-	}
 	opts.Base, opts.Tollgate = base, cfg
 	return gemini.NewTransport(rdb, opts)
-}
-
-func checkGemini(u *Upstream) error {
-	_, err := geminiBuild(u, nil, nil, tollgate.Config{}, true)
-	return err
-}
-
-func buildGemini(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
-	return geminiBuild(u, rdb, base, cfg, false)
 }
 
 // anthropicLimits are one model class's limits per minute
@@ -269,7 +228,7 @@ func (o *anthropicOptions) options() (*anthropic.Options, error) {
 	return opts, nil
 }
 
-func anthropicBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
+func buildAnthropic(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
 	var o anthropicOptions
 	if err := decodeOptions(u.Options, &o); err != nil {
 		return nil, err
@@ -278,20 +237,8 @@ func anthropicBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripp
 	if err != nil {
 		return nil, err
 	}
-	if check {
-		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) { return anthropic.NewTransport(rdb, opts) })
-	}
 	opts.Base, opts.Tollgate = base, cfg
 	return anthropic.NewTransport(rdb, opts)
-}
-
-func checkAnthropic(u *Upstream) error {
-	_, err := anthropicBuild(u, nil, nil, tollgate.Config{}, true)
-	return err
-}
-
-func buildAnthropic(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
-	return anthropicBuild(u, rdb, base, cfg, false)
 }
 
 // githubOptions are the github provider's options.
@@ -302,7 +249,7 @@ type githubOptions struct {
 	ReserveUnits   int64   `json:"reserve_units"`
 }
 
-func githubBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
+func buildGitHub(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
 	var o githubOptions
 	if err := decodeOptions(u.Options, &o); err != nil {
 		return nil, err
@@ -316,20 +263,8 @@ func githubBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper,
 		return nil, err
 	}
 	opts := &github.Options{Minute: m, Hour: h, ReservePercent: o.ReservePercent, ReserveUnits: o.ReserveUnits}
-	if check {
-		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) { return github.NewTransport(rdb, opts) })
-	}
 	opts.Base, opts.Tollgate = base, cfg
 	return github.NewTransport(rdb, opts)
-}
-
-func checkGitHub(u *Upstream) error {
-	_, err := githubBuild(u, nil, nil, tollgate.Config{}, true)
-	return err
-}
-
-func buildGitHub(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
-	return githubBuild(u, rdb, base, cfg, false)
 }
 
 // customOptions are the custom provider's options.
@@ -339,16 +274,7 @@ type customOptions struct {
 	KeyHeader string `json:"key_header"`
 }
 
-func checkCustom(u *Upstream) error {
-	_, err := customBuild(u, nil, nil, tollgate.Config{}, true)
-	return err
-}
-
 func buildCustom(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
-	return customBuild(u, rdb, base, cfg, false)
-}
-
-func customBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config, check bool) (roundTripCloser, error) {
 	var o customOptions
 	if err := decodeOptions(u.Options, &o); err != nil {
 		return nil, err
@@ -369,15 +295,6 @@ func customBuild(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper,
 			return nil, err
 		}
 	}
-	if check {
-		return nil, checkBuild(func(rdb redis.UniversalClient) (io.Closer, error) {
-			cfg.Limiter, err = quota.New(rdb)
-			if err != nil {
-				return nil, err
-			}
-			return tollgate.New(cfg)
-		})
-	}
 	if cfg.Limiter, err = quota.New(rdb); err != nil {
 		return nil, err
 	}
@@ -397,13 +314,14 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// checkBuild builds a Transport on a client of no server, to have its
-// constructor check the options, and closes it. Nothing dials: the
-// constructors do not contact Redis.
-func checkBuild(build func(rdb redis.UniversalClient) (io.Closer, error)) error {
+// check decodes and checks the upstream's options: it builds the
+// Transport on a client of no server, to have its constructor check the
+// rest, and closes it. Nothing dials: the constructors do not contact
+// Redis.
+func (p provider) check(u *Upstream) error {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
-	c, err := build(rdb)
+	c, err := p.build(u, rdb, nil, tollgate.Config{})
 	if err != nil {
 		return errors.New(oneLine(err.Error()))
 	}
