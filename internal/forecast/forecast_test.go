@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"math"
+	"sort"
 	"testing"
 	"time"
 
@@ -72,14 +73,18 @@ func slidingTruth(lim quota.Limit, now time.Time, recorded []Slice, future []spe
 			}
 		}
 	}
+	sort.Slice(all, func(i, j int) bool { return all[i].At.Before(all[j].At) })
+	// in counts the slices in (t-W, t]: slices from all[lo] to all[hi-1].
+	var in int64
+	lo, hi := 0, 0
 	for t := now; !t.After(now.Add(2 * lim.Window)); t = t.Add(lim.Window / 3600) {
-		var n int64
-		for _, s := range all {
-			if s.At.After(t.Add(-lim.Window)) && !s.At.After(t) {
-				n += s.Units
-			}
+		for ; hi < len(all) && !all[hi].At.After(t); hi++ {
+			in += all[hi].Units
 		}
-		if n >= lim.Units {
+		for ; lo < hi && !all[lo].At.After(t.Add(-lim.Window)); lo++ {
+			in -= all[lo].Units
+		}
+		if in >= lim.Units {
 			return t
 		}
 	}
@@ -101,16 +106,24 @@ func TestSteadySpender(t *testing.T) {
 		lim   quota.Limit
 		now   time.Time
 		spend spender
-		// truth is the instant the spender's own count reaches the limit,
-		// from its start, its units per slice and the limit alone: the
-		// first slice whose running total reaches lim.Units (calendar and
-		// fixed), or slidingTruth's stepping (sliding).
+		// truth is the instant the spender's own count reaches the limit:
+		// the first of its slices whose running total from the window's
+		// start reaches lim.Units (calendar and fixed: resetTruth), or
+		// slidingTruth's stepping (sliding).
 		truth func(lim quota.Limit, now time.Time, s spender) time.Time
 	}{{
 		name:  "calendar day",
 		lim:   quota.PerDay(9500, pacific),
 		now:   now,
 		spend: spender{from: day, to: day.Add(48 * time.Hour), every: sliceOfDay, units: 10},
+		truth: resetTruth,
+	}, {
+		// 2026-11-01 lasts 25 hours in Los Angeles: daylight saving
+		// time ends at 02:00.
+		name:  "calendar day of 25 hours",
+		lim:   quota.PerDay(9500, pacific),
+		now:   time.Date(2026, 11, 1, 8, 0, 0, 0, pacific),
+		spend: spender{from: time.Date(2026, 11, 1, 0, 0, 0, 0, pacific), to: time.Date(2026, 11, 2, 0, 0, 0, 0, pacific), every: 90 * time.Second, units: 10},
 		truth: resetTruth,
 	}, {
 		name:  "fixed hour",
@@ -158,15 +171,12 @@ func TestSteadySpender(t *testing.T) {
 	}
 }
 
-// resetTruth is the instant a spender's running total reaches the limit
-// in the calendar or fixed window holding now: counted slice by slice.
+// resetTruth is the instant a spender's running total reaches the limit,
+// counted slice by slice from its start, which the tests place at the
+// start of the calendar or fixed window holding now.
 func resetTruth(lim quota.Limit, now time.Time, s spender) time.Time {
-	start, end := bounds(lim, now)
 	var total int64
-	for _, sl := range s.slices(end) {
-		if sl.At.Before(start) {
-			continue
-		}
+	for _, sl := range s.slices(s.to) {
 		if total += sl.Units; total >= lim.Units {
 			return sl.At
 		}
