@@ -339,3 +339,43 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestRate(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	slices := []Slice{
+		{At: now.Add(-2 * time.Minute), Units: 1000}, // before the span
+		{At: now.Add(-time.Minute), Units: 1000},     // its first instant is out: (now-span, now]
+		{At: now.Add(-30 * time.Second), Units: 30},
+		{At: now, Units: 30},
+		{At: now.Add(time.Second), Units: 1000}, // a hold: not spent yet
+	}
+	for _, tt := range []struct {
+		span time.Duration
+		want float64
+	}{
+		{time.Minute, 1},
+		{2 * time.Minute, 1060.0 / 120},
+		{0, 0},
+	} {
+		if got := Rate(slices, now, tt.span); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("Rate over %v = %v, want %v", tt.span, got, tt.want)
+		}
+	}
+}
+
+func TestSlidingHold(t *testing.T) {
+	// 60 counted 30 s ago and a hold of 30 dated 20 s ahead, of 100 a
+	// minute: at 1 unit a second the 10 left are spent at now+10s, and
+	// the 60 leave at now+30s. The hold is counted, not taken for spending.
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	u := quota.Usage{Limit: quota.PerWindow(100, time.Minute), Now: now, Used: 90}
+	slices := []Slice{{At: now.Add(-30 * time.Second), Units: 60}, {At: now.Add(20 * time.Second), Units: 30}}
+	f := AtRate(u, slices, 1)
+	if !f.Early || !f.Spent.Equal(now.Add(10*time.Second)) || !f.Back.Equal(now.Add(30*time.Second)) {
+		t.Errorf("Early %v, Spent %v, Back %v; want spent at +10s, back at +30s", f.Early, f.Spent, f.Back)
+	}
+	// Over Span(1m) = 10s nothing was spent: the hold is not spending.
+	if got := Of(u, slices).Rate; got != 0 {
+		t.Errorf("Of's rate %v, want 0", got)
+	}
+}

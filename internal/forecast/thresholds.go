@@ -12,7 +12,12 @@ import (
 // A Key names one window: of a scope's bucket, named as its reader names
 // it (e.g. quota.Limit's String, "9500/day@America/Los_Angeles").
 type Key struct {
-	Scope, Bucket, Window string
+	// Scope is the quota pool, e.g. "yt-project-1".
+	Scope string
+	// Bucket is the counter within it, e.g. "pool".
+	Bucket string
+	// Window names the window among the bucket's, e.g. "day@America/Los_Angeles".
+	Window string
 }
 
 // A Crossing is a threshold of a window's limit crossed.
