@@ -281,7 +281,7 @@ func TestText(t *testing.T) {
 		{"day spent early", quota.Usage{Limit: day, Now: now}, nil, 1,
 			"at this rate, spent at 14:05 PST, 9h55m before the reset"},
 		{"day lasts", quota.Usage{Limit: day, Now: now}, nil, 0.5,
-			"at this rate, not spent before the reset on Fri Nov 27 at 00:00 PST (spent 3m after it)"},
+			"at this rate, not spent before the reset on Fri Nov 27 at 00:00 PST: it would take 3m more"},
 		{"day spent already", quota.Usage{Limit: day, Now: now, Used: 35880}, nil, 0,
 			"at this rate, spent at 04:07:00 PST, 19h53m before the reset"},
 		// Nothing counted, 60 a minute at 1 unit a second: full at 04:08,
@@ -305,6 +305,16 @@ func TestText(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestFixedWithoutEndSlides(t *testing.T) {
+	// Until its end is known, a fixed window is decided as a sliding one.
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	u := quota.Usage{Limit: quota.PerFixedWindow(100, time.Minute, time.Time{}), Now: now, Used: 60}
+	f := AtRate(u, []Slice{{At: now.Add(-50 * time.Second), Units: 60}}, 1)
+	if f.Kind != "sliding" || f.Early {
+		t.Errorf("Kind %q, Early %v (spent %v); want sliding, never spent (the 60 leave at +10s)", f.Kind, f.Early, f.Spent)
 	}
 }
 

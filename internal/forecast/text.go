@@ -29,7 +29,7 @@ func (f Forecast) Text(loc *time.Location) string {
 	case f.Spent.IsZero():
 		return fmt.Sprintf("at this rate, not spent before the reset %s: nothing spent lately", when(f.Back, f.Now, loc))
 	}
-	return fmt.Sprintf("at this rate, not spent before the reset %s (spent %s after it)", when(f.Back, f.Now, loc), Duration(f.Spent.Sub(f.Back)))
+	return fmt.Sprintf("at this rate, not spent before the reset %s: it would take %s more", when(f.Back, f.Now, loc), Duration(f.Spent.Sub(f.Back)))
 }
 
 // when renders t for a sentence read at now: "at 14:05 PDT" the same local
