@@ -21,7 +21,7 @@ var at = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 func TestOverTime(t *testing.T) {
 	w := Window{Name: "fixed 1h0m0s", Limit: 900, Quota: 1000, Used: 300,
 		Start: at.Add(-30 * time.Minute), End: at.Add(30 * time.Minute),
-		Series: []Point{{at.Add(-10 * time.Minute), 200}, {at.Add(-20 * time.Minute), 100}}, // out of order
+		Series:   []Point{{at.Add(-10 * time.Minute), 200}, {at.Add(-20 * time.Minute), 100}}, // out of order
 		Forecast: &Forecast{Rate: 1, Spent: at.Add(10 * time.Minute)},
 	}
 	c := drawWindow(w, at)
