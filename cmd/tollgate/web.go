@@ -47,6 +47,12 @@ func (c *cli) web(ctx context.Context, args []string) error {
 	defer client.Close()
 	token := c.getenv(operatorTokenEnv)
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("web: %v", err)
+	}
+	defer ln.Close()
+	loopback := ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	srv, err := web.New(web.Options{
 		Read: func(ctx context.Context) (*web.Page, error) {
 			r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock)
@@ -55,25 +61,22 @@ func (c *cli) web(ctx context.Context, args []string) error {
 			}
 			return page(r), nil
 		},
-		Control: &webControl{lim: lim, conn: conn, wait: *wait},
-		Token:   token,
-		Record:  c.recordAction,
-		Log:     log,
-		Refresh: *every,
+		Control:  &webControl{lim: lim, conn: conn, wait: *wait},
+		Token:    token,
+		Record:   c.recordAction,
+		Log:      log,
+		Refresh:  *every,
+		Loopback: loopback,
 	})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("web: %v", err)
 	}
 	mode := "read-only (set " + operatorTokenEnv + " to pause and resume from the page)"
 	if token != "" {
 		mode = "pause and resume need the operator token"
 	}
 	fmt.Fprintf(c.stderr, "tollgate web: listening on http://%s, quotas in %s, %s\n", ln.Addr(), redact(conn.spec), mode)
-	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
+	if !loopback {
 		fmt.Fprintln(c.stderr, "tollgate web: not on loopback: anyone who reaches this address reads the page; the operator token travels unencrypted unless a TLS proxy is in front")
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

@@ -162,6 +162,7 @@ func TestWebWrites(t *testing.T) {
 		{"wrong form token", writable, "POST", "/pause", form(func(v url.Values) { v.Set("csrf", strings.Repeat("0", 64)) }), nil, http.StatusForbidden, false},
 		{"cross-site", writable, "POST", "/pause", form(nil), map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, false},
 		{"another origin", writable, "POST", "/pause", form(nil), map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden, false},
+		{"another host (DNS rebinding)", writable, "POST", "/pause", form(nil), map[string]string{"Host": "rebind.example"}, http.StatusMisdirectedRequest, false},
 		{"GET to pause", writable, "GET", "/pause?" + form(nil).Encode(), nil, nil, http.StatusMethodNotAllowed, false},
 		{"GET to resume", writable, "GET", "/resume", nil, nil, http.StatusMethodNotAllowed, false},
 		{"no by", writable, "POST", "/pause", form(func(v url.Values) { v.Del("by") }), nil, http.StatusBadRequest, false},
@@ -185,6 +186,9 @@ func TestWebWrites(t *testing.T) {
 		}
 		for k, v := range tc.header {
 			req.Header.Set(k, v)
+		}
+		if h := tc.header["Host"]; h != "" {
+			req.Host = h
 		}
 		resp, err := client.Do(req)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,6 +53,11 @@ type Options struct {
 	Log *slog.Logger
 	// Refresh is how often the page reloads itself; 0 means 5 seconds.
 	Refresh time.Duration
+	// Loopback says the server listens on loopback only: a request that
+	// names another host than localhost or a loopback address (a page of
+	// another site whose name was pointed at 127.0.0.1, DNS rebinding) is
+	// refused with 421.
+	Loopback bool
 }
 
 // Server serves the page: GET / and its two assets, POST /pause and POST
@@ -129,7 +135,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
+	if s.opts.Loopback && !loopbackHost(r.Host) {
+		refuse(w, http.StatusMisdirectedRequest, "this server answers to localhost only")
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// loopbackHost reports a Host header naming this machine: localhost (or a
+// name under it) or a loopback address, with or without a port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 func (s *Server) asset(kind string, body []byte) http.HandlerFunc {

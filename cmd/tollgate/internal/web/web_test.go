@@ -140,3 +140,17 @@ func TestSeams(t *testing.T) {
 		t.Errorf("recorded %+v", a)
 	}
 }
+
+// TestLoopbackHost: a server on loopback answers to the names of this
+// machine only.
+func TestLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1:7478": true, "localhost:7478": true, "LOCALHOST.": true, "[::1]:80": true, "::1": true,
+		"app.localhost:1": true, "127.0.0.2": true,
+		"rebind.example:7478": false, "10.0.0.5:7478": false, "localhost.example": false, "": false, "[::2]:80": false,
+	} {
+		if got := loopbackHost(host); got != want {
+			t.Errorf("loopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
