@@ -9,6 +9,7 @@
 //	tollgate resume -scope S [-bucket B] [-wait D]
 //	tollgate spend  -scope S -bucket B -units N
 //	tollgate serve  -config FILE
+//	tollgate web    [-listen ADDR] [-scope S] [-every D]
 //
 // Every command takes -redis URL (or the environment variable
 // TOLLGATE_REDIS): redis://, rediss:// (TLS), or several URLs separated by
@@ -27,6 +28,12 @@
 // serve runs the gateway: a reverse proxy through which workers in any
 // language spend the same quotas as Go processes (docs/gateway.md). It
 // takes its Redis from its configuration file, not -redis.
+//
+// web serves the same report as a page for a browser (docs/web.md): a
+// chart per window, the pauses, what waits and what is under way. It
+// listens on 127.0.0.1:7478 by default and is read-only unless the
+// environment variable TOLLGATE_OPERATOR_TOKEN is set: then the page can
+// pause and resume, for an operator who types the token in.
 //
 // Exit status: 0 on success, 1 when the command failed (Redis unreachable,
 // no tollgate keys, an unknown scope or bucket), 2 for bad usage. Errors
@@ -85,7 +92,8 @@ const usage = `usage:
   tollgate resume -scope S [-bucket B]
   tollgate spend  -scope S -bucket B -units N
   tollgate serve  -config FILE
-status, pause, resume and spend take -redis URL (or TOLLGATE_REDIS) and -prefix P; "tollgate CMD -h" lists its flags`
+  tollgate web    [-listen ADDR] [-scope S] [-every D]
+status, pause, resume, spend and web take -redis URL (or TOLLGATE_REDIS) and -prefix P; "tollgate CMD -h" lists its flags`
 
 // run runs the command line args and returns the exit status.
 func (c *cli) run(ctx context.Context, args []string) int {
@@ -108,7 +116,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("no command given (want status, pause, resume, spend or serve; see tollgate help)")
+		return usagef("no command given (want status, pause, resume, spend, serve or web; see tollgate help)")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -122,11 +130,13 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.spend(ctx, rest)
 	case "serve":
 		return c.serve(ctx, rest)
+	case "web":
+		return c.web(ctx, rest)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(c.stdout, usage)
 		return nil
 	}
-	return usagef("unknown command %q (want status, pause, resume, spend or serve)", cmd)
+	return usagef("unknown command %q (want status, pause, resume, spend, serve or web)", cmd)
 }
 
 // flags starts a command's flag set with the flags every command takes.

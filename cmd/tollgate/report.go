@@ -75,6 +75,7 @@ type windowReport struct {
 	Refill int64  `json:"refill,omitempty"`
 	Period string `json:"period,omitempty"`
 	zone   *time.Location
+	limit  quota.Limit // as enforced: the page's chart spans its window
 }
 
 // gather reads the report: one scope, or every scope when scope is "".
@@ -150,7 +151,7 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s quota.StoredScope, n
 				return sr, err
 			}
 			w := windowReport{Window: windowName(l, transit), Limit: l.Units, Used: u.Used, Held: u.Held, Remaining: u.Remaining,
-				NextFree: optional(u.NextFree), Reset: optional(u.Reset)}
+				NextFree: optional(u.NextFree), Reset: optional(u.Reset), limit: l}
 			if i < len(quotas) {
 				w.Quota = quotas[i]
 			}
