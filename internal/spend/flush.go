@@ -27,7 +27,9 @@ const grace = time.Minute
 // (ms) it goes stale, ARGV[5] the score below which processes are pruned
 // ("(" and an instant), ARGV[6] the sorted set's least TTL (ms). Numbers
 // come in as strings: the script formats none.
-var writeScript = redis.NewScript(`
+var writeScript = redis.NewScript(writeSource)
+
+const writeSource = `
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 redis.call('ZADD', KEYS[1], ARGV[4], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[5])
@@ -35,15 +37,17 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[6]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[6])
 end
 return 1
-`)
+`
 
 // leaveScript removes one process's record of a scope: the keys and ARGV[1]
 // as writeScript's.
-var leaveScript = redis.NewScript(`
+var leaveScript = redis.NewScript(leaveSource)
+
+const leaveSource = `
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[2])
 return 1
-`)
+`
 
 // indexKey and recordKey are a scope's keys (see the package's doc).
 func indexKey(prefix, scopePart string) string {

@@ -522,3 +522,23 @@ func TestSeenKeysAllocateNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedWriteIsWrittenAgain: a write that fails (Redis down) keeps its
+// counts, and the next Flush writes them, though nothing changed since.
+func TestFailedWriteIsWrittenAgain(t *testing.T) {
+	s := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { c.Close() })
+	r := newRecorder(t, c, "p")
+	r.Spend("s", "b", "e", "", 5)
+	s.Kill()
+	if err := r.Flush(context.Background(), t0); err == nil || !strings.HasPrefix(err.Error(), "spend: writing 1 of 1 scopes' records: ") {
+		t.Fatalf("Flush with Redis down: %v, want a spend: error", err)
+	}
+	s.Restart(t)
+	flush(t, r, t0.Add(5*time.Second))
+	reports, err := Read(context.Background(), c, "test:", "s", t0.Add(5*time.Second))
+	if err != nil || len(reports) != 1 || !reflect.DeepEqual(reports[0].Spent, []Spent{{"b", "e", "", 5}}) {
+		t.Fatalf("Read: %+v, %v; want the 5 units the failed write held", reports, err)
+	}
+}
