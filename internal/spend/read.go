@@ -302,7 +302,8 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// A Summary is what the reports say of one bucket of one scope.
+// A Summary is what the reports say of one bucket of one scope; the
+// bucket "" holds the refusals by pauses of the whole scope.
 type Summary struct {
 	Scope, Bucket string
 	// Units are the units spent over the reports' spans, e.g. 5400.

@@ -3,8 +3,9 @@
 // tools to show who spends a shared quota.
 //
 // A Transport owns one Recorder. The request's path tells it, in calls
-// that take no lock but a shared read lock and allocate nothing once a
-// (scope, bucket, endpoint, caller) has been seen:
+// that take a shared read lock (a wait, its key's own mutex too), add to
+// an atomic counter and allocate nothing once a (scope, bucket, endpoint,
+// caller) has been seen (BenchmarkRequestPath: some 40-55 ns, 0 allocs):
 //
 //	r.Spend(scope, bucket, endpoint, caller, units)   units charged (negative: a refund)
 //	r.Refuse(scope, bucket, endpoint, caller, cause)  a request refused, and why
