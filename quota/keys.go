@@ -1,9 +1,6 @@
 package quota
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-)
+import "github.com/tollgate/tollgate/internal/keypart"
 
 // DefaultPrefix starts every key the limiter writes unless WithPrefix says otherwise.
 const DefaultPrefix = "tollgate:"
@@ -76,26 +73,9 @@ const format = 3
 // name can neither move a key to another slot nor reach another scope's keys.
 
 // keyPart returns s when it is a short name of letters, digits and . _ - /
-// and otherwise "#" followed by a hash of s; '#' never appears in a readable
-// name, so the two forms cannot collide.
-func keyPart(s string) string {
-	if len(s) > 0 && len(s) <= 64 {
-		readable := true
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-				c == '.' || c == '_' || c == '-' || c == '/') {
-				readable = false
-				break
-			}
-		}
-		if readable {
-			return s
-		}
-	}
-	sum := sha256.Sum256([]byte(s))
-	return "#" + hex.EncodeToString(sum[:16])
-}
+// and otherwise "#" followed by a hash of s (keypart.Of: the spelling every
+// package that names tollgate's keys shares).
+func keyPart(s string) string { return keypart.Of(s) }
 
 // scopeKey is the prefix all of a scope's keys share, hash tag included.
 func (l *Limiter) scopeKey(scope string) string {
