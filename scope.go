@@ -51,8 +51,11 @@ func CredentialScope(credential func(*http.Request) string) ScopeFunc {
 }
 
 // HashCredential names a credential without revealing it: "cred-" and the
-// first 16 bytes of its SHA-256, in hex. API keys and tokens are long
-// random strings, so the name cannot be turned back into the secret.
+// first 16 bytes of its SHA-256, in hex, the scope CredentialScope gives.
+// API keys and tokens are long random strings, so the name cannot be
+// turned back into the secret. Call it to name such a scope yourself: in a
+// ScopeFunc that derives its scope from a credential and more, or to read
+// a credential's pool (Transport.Usage, a provider's Usage).
 func HashCredential(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return "cred-" + hex.EncodeToString(sum[:16])

@@ -56,7 +56,8 @@ func DefaultUpstream(resp *http.Response, _ costs.Endpoint) Verdict {
 }
 
 // PeekBody reads up to n bytes of a response body and puts them back in
-// front of the rest, so the caller still reads the body whole.
+// front of the rest, so the caller still reads the body whole. An
+// UpstreamFunc that reads the body calls it.
 func PeekBody(resp *http.Response, n int64) ([]byte, error) {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil, nil
