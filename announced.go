@@ -50,11 +50,6 @@ type Reconciliation struct {
 	Paused bool
 }
 
-// A ReconcileHook is called when an announcement changed the shared count,
-// taught a limit, or paused a bucket, on the goroutine of the request
-// whose response announced it. Keep it quick, and safe for concurrent use.
-type ReconcileHook func(ctx context.Context, r Reconciliation)
-
 // announcements is the first reader of a response: it reads what the
 // response announces of the Transport's announced buckets, in the scope
 // the request spent, and holds the shared count to it; then the gates of

@@ -373,14 +373,14 @@ func TestLearnedLimit(t *testing.T) {
 			Buckets: map[string]tollgate.Bucket{"pool": {
 				Limits: []quota.Limit{quota.PerFixedWindow(0, window, time.Time{})}, ReservePercent: 10, Follows: "default"}},
 			Policy: tollgate.Policies(tollgate.Policy{MaxWait: 3 * window}, nil),
-			OnReconcile: func(_ context.Context, r tollgate.Reconciliation) {
+			Trace: tollgate.Trace{Reconciled: func(_ context.Context, r tollgate.Reconciliation) {
 				mu.Lock()
 				defer mu.Unlock()
 				if l := r.Announced.Limit; !seen[l] {
 					seen[l] = true
 					learnedAt[l] = append(learnedAt[l], time.Now())
 				}
-			},
+			}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -507,11 +507,11 @@ func TestOutOfOrderAnnouncements(t *testing.T) {
 		Limiter: lim, Costs: table, Scope: tollgate.Scope("token"),
 		Buckets: map[string]tollgate.Bucket{"core": {
 			Limits: []quota.Limit{quota.PerFixedWindow(0, time.Hour, time.Time{})}, Follows: "github/core"}},
-		OnReconcile: func(_ context.Context, r tollgate.Reconciliation) {
+		Trace: tollgate.Trace{Reconciled: func(_ context.Context, r tollgate.Reconciliation) {
 			mu.Lock()
 			defer mu.Unlock()
 			reconciled = append(reconciled, r)
-		},
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)

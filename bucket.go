@@ -118,15 +118,15 @@ func sameWindow(a, b quota.Limit) bool {
 // may spend when Config.BackgroundShare does not say.
 const defaultBackgroundShare = 0.8
 
-// DefaultTransit is the Transit of a Config that sets none: enough for a
+// defaultTransit is the Transit of a Config that sets none: enough for a
 // loaded machine to wake a waiting request and send it.
-const DefaultTransit = 50 * time.Millisecond
+const defaultTransit = 50 * time.Millisecond
 
 // transit is the Transit a Config asks for.
 func transit(d time.Duration) time.Duration {
 	switch {
 	case d == 0:
-		return DefaultTransit
+		return defaultTransit
 	case d < 0:
 		return 0
 	}

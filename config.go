@@ -28,12 +28,12 @@ type Config struct {
 	Buckets map[string]Bucket
 
 	// Scope names the quota pool of a request. nil puts every request in
-	// DefaultScope.
+	// the pool "default" (the scope to name in Transport.Usage).
 	Scope ScopeFunc
 
 	// Policy chooses what happens to an endpoint's requests when the quota
 	// has no room, and while Redis is down. nil means the zero Policy
-	// (wait up to DefaultMaxWait, fail closed) for every endpoint.
+	// (wait up to a minute, fail closed) for every endpoint.
 	Policy PolicyFunc
 
 	// Routes are tried in order by endpoints whose policy is Failover.
@@ -41,9 +41,14 @@ type Config struct {
 
 	// Lease, when set, makes the requests of the scopes and buckets it
 	// chooses spend from leases taken in Redis a block at a time, instead
-	// of asking Redis call by call: for hot scopes. Requests that charge
-	// several buckets still ask call by call.
-	Lease LeaseFunc
+	// of asking Redis call by call: for hot scopes. For a scope's bucket,
+	// it returns the units of each lease (taken in Redis in one decision,
+	// spent by this process without a round trip per call) and the
+	// longest a lease lasts, term; zero units mean call by call. It is
+	// called on every request that charges a single bucket and must be
+	// safe for concurrent use; requests that charge several buckets still
+	// ask call by call. See quota.Lease for what a lease guarantees.
+	Lease func(scope, bucket string) (units int64, term time.Duration)
 
 	// Transit is the longest a request may take from its admission to its
 	// arrival upstream: waking from its wait, the trip, the upstream's own
@@ -52,7 +57,7 @@ type Config struct {
 	// the calls admitted a window after it. A request that reaches the
 	// base transport later than Transit after its admission (a loaded
 	// machine, a slow hook) is decided again, its first admission given
-	// back, rather than sent late. 0 means DefaultTransit; a negative
+	// back, rather than sent late. 0 means 50ms; a negative
 	// value, none (and no such check). Processes sharing a quota must
 	// agree on it, as on the limits.
 	Transit time.Duration
@@ -77,47 +82,10 @@ type Config struct {
 	// means DefaultUpstream (a 429 pauses the scope for its Retry-After).
 	ReadResponse UpstreamFunc
 
-	// OnDecision, when set, is called once per request with the decision,
-	// and again with each new decision of a request decided again because
-	// it reached the base transport later than Transit after its admission.
-	OnDecision DecisionHook
-
-	// OnWait, when set, is called when a request takes a hold and is about
-	// to sleep until its turn: the Decision's At is when the turn comes.
-	// OnDecision follows when the wait ends.
-	OnWait DecisionHook
-
-	// OnWaitEnd, when set, is called when a wait that OnWait reported
-	// ends, once per OnWait: the Decision's Waited is how long it waited,
-	// Admitted whether its turn came, and Err, when it did not, why
-	// (a *QuotaError when MaxWait passed, the context's error when the
-	// caller gave up). A request decided again, because an announcement
-	// changed its bucket's limit or a pause reached it while it waited, or
-	// because it reached Base later than Transit after its admission, may
-	// wait more than once.
-	OnWaitEnd DecisionHook
-
-	// OnSettle, when set, is called when a response tells a request's true
-	// cost (costs.Rule.Settle): the Decision's Charges are what the request
-	// now counts, and its Err says why an estimate was kept instead.
-	OnSettle DecisionHook
-
-	// OnReconcile, when set, is called when a response's announcement of
-	// a bucket's quota (Bucket.Follows) changed the shared count, taught
-	// a limit, or paused the bucket.
-	OnReconcile ReconcileHook
-
-	// OnSwitch, when set, is called on every switch between Redis and the
-	// outage modes.
-	OnSwitch SwitchHook
-
-	// OnSlot, when set, is called when a request takes a slot of a
-	// bucket's cap on requests in flight, and when it gives it back.
-	OnSlot SlotHook
-
-	// OnPause, when set, is called when a response says the upstream's
-	// quota is spent (see Upstream) and the scope or its buckets pause.
-	OnPause PauseHook
+	// Trace holds the functions called as requests go through the
+	// Transport: decided, waiting, settled, paused. The zero Trace calls
+	// none; Trace.Merge stacks several.
+	Trace Trace
 
 	// Logger, when set, receives a record per refusal (Info), per switch,
 	// per upstream quota signal and per request handed to Base later than

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/header"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -72,14 +73,14 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 			},
 			setup: func(t *testing.T, cfg *tollgate.Config) {
 				cfg.Policy = tollgate.Policies(tollgate.Policy{MaxWait: -1}, nil)
-				cfg.OnWait = func(context.Context, tollgate.Decision) { cancelWait() }
+				cfg.Trace.WaitStarted = func(context.Context, tollgate.Decision) { cancelWait() }
 				full(t, "cancelled while waiting")
 			}},
 		{name: "redis down, fail closed", path: "/v1/upload", wantErr: tollgate.ErrUnavailable, setup: func(t *testing.T, cfg *tollgate.Config) {
 			cfg.Limiter = downClient
 		}},
 		{name: "scope error", path: "/v1/upload", wantErr: errAny, setup: func(t *testing.T, cfg *tollgate.Config) {
-			cfg.Scope = tollgate.CredentialScope(tollgate.BearerToken) // no Authorization header
+			cfg.Scope = tollgate.CredentialScope(header.Bearer) // no Authorization header
 		}},
 		{name: "bad configuration", path: "/v1/upload", wantErr: tollgate.ErrConfig, setup: func(t *testing.T, cfg *tollgate.Config) {
 			cfg.Policy = func(costs.Endpoint) tollgate.Policy {
@@ -190,8 +191,8 @@ func TestConcurrentRoundTrips(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: inProcess(t), Costs: table(t), Buckets: buckets(300, time.Hour),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
-		OnDecision: d.hook,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		Trace:  tollgate.Trace{Decided: d.hook},
 	})
 	var wg sync.WaitGroup
 	for g := range 16 {

@@ -56,7 +56,7 @@
 //     (outage.go): nothing sent, sent unmetered, or decided on the local
 //     limiter (decide.go again); what was spent is recorded in Redis when
 //     it answers again (internal/outage).
-//  6. The decision is told to the hooks and the log (hooks.go, the one
+//  6. The decision is told to the Trace and the log (hooks.go, the one
 //     place that builds a Decision).
 //  7. Handoff and send (send.go): a request that reaches the base
 //     transport later than Transit after its admission is decided again

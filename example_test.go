@@ -159,8 +159,8 @@ func ExamplePolicyFunc() {
 	// search: unavailable: true
 }
 
-// Each API token has a quota of its own: the scope is a hash of the token,
-// so the token itself never reaches Redis, hooks, logs or errors.
+// Each API key has a quota of its own: the scope is a hash of the key, so
+// the key itself never reaches Redis, the Trace, logs or errors.
 func ExampleCredentialScope() {
 	api := fakeAPI()
 	defer api.Close()
@@ -171,20 +171,20 @@ func ExampleCredentialScope() {
 		Limiter: lim,
 		Costs:   searchTable(),
 		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}},
-		Scope:   tollgate.CredentialScope(tollgate.BearerToken),
+		Scope:   tollgate.CredentialScope(func(r *http.Request) string { return r.Header.Get("X-Api-Key") }),
 		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
-		OnDecision: func(_ context.Context, d tollgate.Decision) {
+		Trace: tollgate.Trace{Decided: func(_ context.Context, d tollgate.Decision) {
 			fmt.Printf("%s in %s…: admitted %v\n", d.Endpoint, d.Scope[:9], d.Admitted)
-		},
+		}},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer tr.Close()
 
-	for _, token := range []string{"token-of-alice", "token-of-alice", "token-of-bob"} {
+	for _, key := range []string{"token-of-alice", "token-of-alice", "token-of-bob"} {
 		req, _ := http.NewRequest("GET", api.URL+"/v1/search", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Api-Key", key)
 		if resp, err := tr.RoundTrip(req); err == nil {
 			resp.Body.Close()
 		}
@@ -241,7 +241,7 @@ func ExampleRoute() {
 
 // A hot scope spends from leases: this process takes 50 units in one
 // decision and spends them call by call without a round trip.
-func ExampleLeaseFunc() {
+func ExampleConfig_lease() {
 	api := fakeAPI()
 	defer api.Close()
 	lim, closeRedis := inProcessLimiter()
@@ -255,11 +255,11 @@ func ExampleLeaseFunc() {
 		Lease: func(scope, bucket string) (int64, time.Duration) {
 			return 50, 2 * time.Second // blocks of 50 units, each spent within 2s
 		},
-		OnDecision: func(_ context.Context, d tollgate.Decision) {
+		Trace: tollgate.Trace{Decided: func(_ context.Context, d tollgate.Decision) {
 			if d.Leased {
 				leased++
 			}
-		},
+		}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -272,7 +272,8 @@ func ExampleLeaseFunc() {
 		}
 		resp.Body.Close()
 	}
-	usage, err := tr.Usage(context.Background(), tollgate.DefaultScope, "pool")
+	// "default" is the scope of a Config without a Scope.
+	usage, err := tr.Usage(context.Background(), "default", "pool")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func ExampleLeaseFunc() {
 	if err := tr.Close(); err != nil {
 		log.Fatal(err)
 	}
-	usage, err = tr.Usage(context.Background(), tollgate.DefaultScope, "pool")
+	usage, err = tr.Usage(context.Background(), "default", "pool")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -337,9 +338,9 @@ func ExampleUpstreamFunc() {
 	// the upstream's pause, retry in 30s
 }
 
-// A decision hook sees every request's decision: for metrics, or to tell
-// who waits.
-func ExampleDecisionHook() {
+// The Trace's Decided sees every request's decision: for metrics, or to
+// tell who waits.
+func ExampleConfig_trace() {
 	api := fakeAPI()
 	defer api.Close()
 	lim, closeRedis := inProcessLimiter()
@@ -351,13 +352,13 @@ func ExampleDecisionHook() {
 		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(150, time.Hour)}}},
 		Scope:   tollgate.Scope("project-a"),
 		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
-		OnDecision: func(_ context.Context, d tollgate.Decision) {
+		Trace: tollgate.Trace{Decided: func(_ context.Context, d tollgate.Decision) {
 			if d.Admitted {
 				fmt.Printf("%s: admitted, %v\n", d.Endpoint, d.Charges)
 			} else {
 				fmt.Printf("%s: refused, retry in about %v\n", d.Endpoint, d.RetryAfter.Round(time.Hour))
 			}
-		},
+		}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -373,6 +374,46 @@ func ExampleDecisionHook() {
 	// search: admitted, [{pool 100}]
 	// items.list: admitted, [{pool 1}]
 	// search: refused, retry in about 1h0m0s
+}
+
+// Observers each bring their own Trace, and Merge stacks them: each sees
+// every event, the first's function called before the second's.
+func ExampleTrace_Merge() {
+	api := fakeAPI()
+	defer api.Close()
+	lim, closeRedis := inProcessLimiter()
+	defer closeRedis()
+
+	admitted := 0
+	counting := tollgate.Trace{Decided: func(_ context.Context, d tollgate.Decision) {
+		if d.Admitted {
+			admitted++
+		}
+	}}
+	printing := tollgate.Trace{Decided: func(_ context.Context, d tollgate.Decision) {
+		fmt.Printf("%s: admitted %v, %d so far\n", d.Endpoint, d.Admitted, admitted)
+	}}
+	tr, err := tollgate.New(tollgate.Config{
+		Limiter: lim,
+		Costs:   searchTable(),
+		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(150, time.Hour)}}},
+		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		Trace:   counting.Merge(printing),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	client := &http.Client{Transport: tr}
+	for _, path := range []string{"/v1/search", "/v1/items", "/v1/search"} {
+		if resp, err := client.Get(api.URL + path); err == nil {
+			resp.Body.Close()
+		}
+	}
+	// Output:
+	// search: admitted true, 1 so far
+	// items.list: admitted true, 2 so far
+	// search: admitted false, 2 so far
 }
 
 // A service that calls the upstream for its own callers passes a refusal
@@ -420,7 +461,7 @@ func ExampleTransport_Usage() {
 	}
 	resp.Body.Close()
 
-	usage, err := tr.Usage(context.Background(), tollgate.DefaultScope, "pool")
+	usage, err := tr.Usage(context.Background(), "default", "pool")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -456,9 +497,9 @@ func ExampleBucket_announced() {
 			Follows: "github/core",
 		}},
 		Transit: -1,
-		OnReconcile: func(_ context.Context, r tollgate.Reconciliation) {
+		Trace: tollgate.Trace{Reconciled: func(_ context.Context, r tollgate.Reconciliation) {
 			fmt.Printf("announced %d of %d left; %d spent elsewhere\n", r.Announced.Remaining, r.Announced.Limit, r.Outside)
-		},
+		}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -470,7 +511,7 @@ func ExampleBucket_announced() {
 	}
 	resp.Body.Close()
 
-	usage, err := tr.Usage(context.Background(), tollgate.DefaultScope, "pool")
+	usage, err := tr.Usage(context.Background(), "default", "pool")
 	if err != nil {
 		log.Fatal(err)
 	}

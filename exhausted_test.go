@@ -50,8 +50,8 @@ func TestKnownExhaustedRefusesWithoutARoundTrip(t *testing.T) {
 	window := time.Minute
 	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(150, window),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
-		OnDecision: d.hook,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		Trace:  tollgate.Trace{Decided: d.hook},
 	})
 	tollgate.SetClock(tr, clock.Now)
 	fill(t, lim, tollgate.DefaultScope, 100, 150, window)

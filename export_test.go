@@ -13,3 +13,10 @@ func SetClock(t *Transport, now func() time.Time) { t.clock.now = now }
 // checking that the request is handed to the base transport within
 // Transit of its admission: f stands for a loaded machine or a slow hook.
 func SlowHandoff(t *Transport, f func()) { t.beforeHandoff = f }
+
+// The defaults a Config or Policy that says nothing gets, for the tests.
+const (
+	DefaultScope   = defaultScope
+	DefaultTransit = defaultTransit
+	DefaultMaxWait = defaultMaxWait
+)

@@ -70,9 +70,9 @@ func clusterFailover(t *testing.T, limit int64, window time.Duration, durable qu
 	var d decisions
 	tr := newTransport(t, tollgate.Config{
 		Limiter: limiterOn(t, rc, durable), Costs: table(t), Buckets: buckets(limit, window),
-		Scope:      tollgate.Scope(scope),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
-		OnDecision: d.hook,
+		Scope:  tollgate.Scope(scope),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		Trace:  tollgate.Trace{Decided: d.hook},
 	})
 	defer tr.Close()
 	// Spend at about 400 calls a second, so that calls are being admitted

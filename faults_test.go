@@ -92,11 +92,13 @@ func TestRedisKilledMidRun(t *testing.T) {
 				Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(limit, window),
 				Policy:       tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse, OnOutage: outage}, nil),
 				LocalLimiter: limiterOn(t, localRdb), LocalShare: share,
-				OnDecision: d.hook,
-				OnSwitch: func(s tollgate.Switch) {
-					if s.Up {
-						switchedUp.Store(time.Now().UnixNano())
-					}
+				Trace: tollgate.Trace{
+					Decided: d.hook,
+					Switched: func(_ context.Context, s tollgate.Switch) {
+						if s.Up {
+							switchedUp.Store(time.Now().UnixNano())
+						}
+					},
 				},
 			})
 			w := startWorkers(t, tr, 8, up.URL+"/v1/items")
@@ -171,7 +173,7 @@ func TestScriptFlushAndClientKillMidRun(t *testing.T) {
 	var switches atomic.Int32
 	tr := newTransport(t, tollgate.Config{
 		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(1_000_000, time.Second),
-		OnSwitch: func(tollgate.Switch) { switches.Add(1) },
+		Trace: tollgate.Trace{Switched: func(context.Context, tollgate.Switch) { switches.Add(1) }},
 	})
 	w := startWorkers(t, tr, 8, up.URL+"/v1/items")
 	ctx := context.Background()

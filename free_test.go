@@ -40,8 +40,8 @@ func TestFreeRequestsAskNothing(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: freeTable(t),
-		Buckets:    map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(1, time.Hour)}}},
-		OnDecision: d.hook,
+		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(1, time.Hour)}}},
+		Trace:   tollgate.Trace{Decided: d.hook},
 	})
 	ctx := t.Context()
 	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil { // the one unit

@@ -103,7 +103,7 @@ func (g *gates) slots(ctx context.Context, d *decider, r *request, scope string,
 		return limiterError(d, r, scope, err)
 	}
 	g.held.Add(all[held:], scope, buckets, false)
-	g.hooks.took(scope, buckets)
+	g.hooks.took(ctx, scope, buckets)
 	r.held = all
 	return nil
 }
@@ -123,7 +123,7 @@ func (g *gates) release(ctx context.Context, r *request, what holding) error {
 		r.res = nil
 	}
 	if slots := r.slots(); what&heldSlots != 0 && len(slots) > 0 {
-		g.hooks.slots(g.held.Remove(slots), false)
+		g.hooks.slots(ctx, g.held.Remove(slots), false)
 		caps.Release(ctx, slots)
 		r.held = r.held[:r.gates]
 	}
@@ -142,7 +142,7 @@ func (g *gates) release(ctx context.Context, r *request, what holding) error {
 // closes.
 func (g *gates) releaseAll(ctx context.Context) error {
 	owners, err := g.held.ReleaseAll(ctx)
-	g.hooks.slots(owners, false)
+	g.hooks.slots(ctx, owners, false)
 	return err
 }
 

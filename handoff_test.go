@@ -70,7 +70,7 @@ func TestLateHandoffKeepsTheWindow(t *testing.T) {
 	var d decisionsOf
 	tr := newTransport(t, tollgate.Config{
 		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(1, window), Transit: transit,
-		Policy: tollgate.Policies(tollgate.Policy{MaxWait: time.Minute}, nil), OnDecision: d.hook,
+		Policy: tollgate.Policies(tollgate.Policy{MaxWait: time.Minute}, nil), Trace: tollgate.Trace{Decided: d.hook},
 	})
 	var handoffs atomic.Int32
 	var errB error
@@ -117,7 +117,7 @@ func TestLateHandoffGivesItsUnitsBack(t *testing.T) {
 	var d decisionsOf
 	tr := newTransport(t, tollgate.Config{
 		Limiter: lim, Costs: table(t), Buckets: buckets(10, time.Hour), Transit: transit,
-		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil), OnDecision: d.hook,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil), Trace: tollgate.Trace{Decided: d.hook},
 	})
 	var handoffs atomic.Int32
 	tollgate.SlowHandoff(tr, func() {
@@ -153,7 +153,7 @@ func TestLateEveryTimeFails(t *testing.T) {
 	transit := 20 * time.Millisecond
 	var d decisionsOf
 	tr := newTransport(t, tollgate.Config{
-		Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour), Transit: transit, OnDecision: d.hook,
+		Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Hour), Transit: transit, Trace: tollgate.Trace{Decided: d.hook},
 	})
 	tollgate.SlowHandoff(tr, func() { time.Sleep(2 * transit) })
 	body := newBody("payload")

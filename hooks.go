@@ -54,10 +54,10 @@ type Decision struct {
 	// Leased reports units spent from this process's lease (see
 	// Config.Lease), without a round trip.
 	Leased bool
-	// Settled reports, to OnSettle, the request's true cost read from its
+	// Settled reports, to Trace.Settled, the request's true cost read from its
 	// response: Charges are then what it counts now.
 	Settled bool
-	// Estimate is, for OnSettle, the charges the request was admitted
+	// Estimate is, for Trace.Settled, the charges the request was admitted
 	// with, e.g. [{tokens 1000}] for a call that Charges now count at
 	// [{tokens 220}].
 	Estimate []costs.Charge
@@ -68,23 +68,6 @@ type Decision struct {
 	Err error
 }
 
-// A DecisionHook is called with a request's Decision: as OnDecision, once
-// per request, after the decision and any wait, before the request is sent
-// (or instead, when it is not), and again for each new decision of a
-// request decided again (it reached Base later than Transit after its
-// admission); as OnWait, when it starts to wait; as OnWaitEnd, when that
-// wait ends. It runs on the request's goroutine: keep
-// it quick, and safe for concurrent use.
-type DecisionHook func(ctx context.Context, d Decision)
-
-// A SlotHook is called when a request takes a slot of a bucket's cap on
-// requests in flight (Bucket.MaxInFlight), held true, and when it gives the
-// slot back, held false: once each per slot, so that the slots a process
-// holds are the takes less the gives. It runs on the goroutine that took
-// or gave the slot (the request's, its body reader's, or Close's): keep
-// it quick, and safe for concurrent use.
-type SlotHook func(scope, bucket string, held bool)
-
 // A Switch reports that the Transport's view of Redis changed.
 type Switch struct {
 	// Up is true when Redis answers again and decisions return to it,
@@ -94,34 +77,25 @@ type Switch struct {
 	Err error
 }
 
-// A SwitchHook is called on every switch between Redis and the outage
-// modes, on the goroutine of the request that noticed it.
-type SwitchHook func(s Switch)
-
-// hooks are the Config's hooks and Logger: every hook is called from here,
-// and every Decision is built here (decisionOf).
+// hooks are the Config's Trace and Logger: every Trace function is called
+// from here, and every Decision is built here (decisionOf).
 type hooks struct {
-	onDecision, onWait, onWaitEnd, onSettle DecisionHook
-	onReconcile                             ReconcileHook
-	onSwitch                                SwitchHook
-	onSlot                                  SlotHook
-	onPause                                 PauseHook
-	logger                                  *slog.Logger
+	trace  Trace
+	logger *slog.Logger
 }
 
 func hooksOf(cfg *Config) *hooks {
-	return &hooks{onDecision: cfg.OnDecision, onWait: cfg.OnWait, onWaitEnd: cfg.OnWaitEnd, onSettle: cfg.OnSettle,
-		onReconcile: cfg.OnReconcile, onSwitch: cfg.OnSwitch, onSlot: cfg.OnSlot, onPause: cfg.OnPause, logger: cfg.Logger}
+	return &hooks{trace: cfg.Trace, logger: cfg.Logger}
 }
 
-// A moment is when a DecisionHook is called.
+// A moment is when a Trace function of a Decision is called.
 type moment uint8
 
 const (
-	decidedNow moment = iota // OnDecision: the decision, after any wait
-	waitStarts               // OnWait: a hold taken, the request about to sleep until its turn
-	waitEnds                 // OnWaitEnd: that wait ended
-	settledNow               // OnSettle: a response told the request's true cost
+	decidedNow moment = iota // Decided: the decision, after any wait
+	waitStarts               // WaitStarted: a hold taken, the request about to sleep until its turn
+	waitEnds                 // WaitEnded: that wait ended
+	settledNow               // Settled: a response told the request's true cost
 )
 
 // detail is what a moment adds to the request's Decision.
@@ -135,7 +109,7 @@ type detail struct {
 // decisionOf builds the Decision of the request at moment m: the one place a
 // Decision is built.
 func decisionOf(r *request, m moment, x detail) Decision {
-	d := Decision{Endpoint: r.endpoint.Name, Scope: r.spending(), Caller: CallerOf(r.req.Context()), Charges: r.endpoint.Charges, Admitted: x.err == nil, Err: x.err}
+	d := Decision{Endpoint: r.endpoint.Name, Scope: r.spending(), Caller: callerOf(r.req.Context()), Charges: r.endpoint.Charges, Admitted: x.err == nil, Err: x.err}
 	switch m {
 	case waitStarts, waitEnds:
 		d.Waited, d.At = x.waited, x.at
@@ -166,15 +140,15 @@ func decisionOf(r *request, m moment, x detail) Decision {
 	return d
 }
 
-// decided tells the decision hook and the log of the request's decision,
+// decided tells the Trace and the log of the request's decision,
 // which took waited.
 func (h *hooks) decided(ctx context.Context, r *request, waited time.Duration, err error) {
-	if h.onDecision == nil && h.logger == nil {
+	if h.trace.Decided == nil && h.logger == nil {
 		return
 	}
 	d := decisionOf(r, decidedNow, detail{err: err, waited: waited})
-	if h.onDecision != nil {
-		h.onDecision(ctx, d)
+	if h.trace.Decided != nil {
+		h.trace.Decided(ctx, d)
 	}
 	if h.logger == nil {
 		return
@@ -205,66 +179,66 @@ func (h *hooks) decided(ctx context.Context, r *request, waited time.Duration, e
 	}
 }
 
-// waits tells the wait hooks of a request whose hold is due later: at m
+// waits tells the Trace of a request whose hold is due later: at m
 // waitStarts, and at waitEnds, with how long it waited and why it ended.
 func (h *hooks) waits(ctx context.Context, r *request, m moment, x detail) {
-	hook := h.onWait
+	f := h.trace.WaitStarted
 	if m == waitEnds {
-		hook = h.onWaitEnd
+		f = h.trace.WaitEnded
 	}
-	if hook != nil {
-		hook(ctx, decisionOf(r, m, x))
+	if f != nil {
+		f(ctx, decisionOf(r, m, x))
 	}
 }
 
-// settled tells the settle hook of a request's true cost.
+// settled tells the Trace of a request's true cost.
 func (h *hooks) settled(ctx context.Context, r *request, charges []costs.Charge, err error) {
-	if h.onSettle != nil {
-		h.onSettle(ctx, decisionOf(r, settledNow, detail{err: err, charges: charges}))
+	if h.trace.Settled != nil {
+		h.trace.Settled(ctx, decisionOf(r, settledNow, detail{err: err, charges: charges}))
 	}
 }
 
-// slots tells the slot hook of caps' slots taken (held) or given back.
-func (h *hooks) slots(owners []caps.Owner, held bool) {
-	if h.onSlot != nil {
+// slots tells the Trace of caps' slots taken (held) or given back.
+func (h *hooks) slots(ctx context.Context, owners []caps.Owner, held bool) {
+	if h.trace.Slot != nil {
 		for _, o := range owners {
-			h.onSlot(o.Scope, o.Bucket, held)
+			h.trace.Slot(ctx, o.Scope, o.Bucket, held)
 		}
 	}
 }
 
-// took tells the slot hook of the slots of buckets taken in scope.
-func (h *hooks) took(scope string, buckets []string) {
-	if h.onSlot != nil {
+// took tells the Trace of the slots of buckets taken in scope.
+func (h *hooks) took(ctx context.Context, scope string, buckets []string) {
+	if h.trace.Slot != nil {
 		for _, b := range buckets {
-			h.onSlot(scope, b, true)
+			h.trace.Slot(ctx, scope, b, true)
 		}
 	}
 }
 
-// switched tells the hook and the log of a switch.
+// switched tells the Trace and the log of a switch.
 func (h *hooks) switched(ctx context.Context, s Switch) {
 	if s.Up {
 		h.log(ctx, slog.LevelWarn, "tollgate: redis answers again; decisions return to it")
 	} else {
 		h.log(ctx, slog.LevelWarn, "tollgate: redis unavailable; endpoints fall back on their outage mode", slog.Any("err", s.Err))
 	}
-	if h.onSwitch != nil {
-		h.onSwitch(s)
+	if h.trace.Switched != nil {
+		h.trace.Switched(ctx, s)
 	}
 }
 
-// paused tells the pause hook.
+// paused tells the Trace of an upstream's pause.
 func (h *hooks) paused(ctx context.Context, p UpstreamPause) {
-	if h.onPause != nil {
-		h.onPause(ctx, p)
+	if h.trace.Paused != nil {
+		h.trace.Paused(ctx, p)
 	}
 }
 
-// reconciled tells the reconcile hook.
+// reconciled tells the Trace of a reconciliation.
 func (h *hooks) reconciled(ctx context.Context, rec Reconciliation) {
-	if h.onReconcile != nil {
-		h.onReconcile(ctx, rec)
+	if h.trace.Reconciled != nil {
+		h.trace.Reconciled(ctx, rec)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // wait's end, the slots of caps, and the upstream's pauses.
 
 // TestWaitEndFollowsEveryWait: a request whose turn comes and one whose
-// caller gives up first each end the wait OnWait reported, once.
+// caller gives up first each end the wait WaitStarted reported, once.
 func TestWaitEndFollowsEveryWait(t *testing.T) {
 	lim := inProcess(t)
 	up := newUpstream(t)
@@ -25,7 +25,7 @@ func TestWaitEndFollowsEveryWait(t *testing.T) {
 	var waits, ends decisions
 	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window),
 		Policy: tollgate.Policies(tollgate.Policy{MaxWait: time.Minute}, nil),
-		OnWait: waits.hook, OnWaitEnd: ends.hook})
+		Trace:  tollgate.Trace{WaitStarted: waits.hook, WaitEnded: ends.hook}})
 
 	fill(t, lim, tollgate.DefaultScope, 100, 100, window)
 	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
@@ -60,7 +60,7 @@ type slotEvents struct {
 	all []string
 }
 
-func (s *slotEvents) hook(scope, bucket string, held bool) {
+func (s *slotEvents) hook(_ context.Context, scope, bucket string, held bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ev := "give " + scope + "/" + bucket
@@ -76,15 +76,15 @@ func (s *slotEvents) list() []string {
 	return slices.Clone(s.all)
 }
 
-// TestSlotHookPairs: a slot is reported taken at admission and given back
+// TestSlotPairs: a slot is reported taken at admission and given back
 // when the body is closed, or when the Transport closes with it still held;
 // uncapped buckets report nothing.
-func TestSlotHookPairs(t *testing.T) {
+func TestSlotPairs(t *testing.T) {
 	up := newUpstream(t)
 	var slots slotEvents
 	b := buckets(1000, time.Hour)
 	b["search"] = tollgate.Bucket{Limits: b["search"].Limits, MaxInFlight: 2}
-	tr, err := tollgate.New(tollgate.Config{Limiter: inProcess(t), Costs: table(t), Buckets: b, Scope: tollgate.Scope("s"), OnSlot: slots.hook})
+	tr, err := tollgate.New(tollgate.Config{Limiter: inProcess(t), Costs: table(t), Buckets: b, Scope: tollgate.Scope("s"), Trace: tollgate.Trace{Slot: slots.hook}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +136,9 @@ func (p *pauses) list() []tollgate.UpstreamPause {
 	return slices.Clone(p.all)
 }
 
-// TestPauseHookNamesTheReason: a 429 is reported with its status as the
+// TestPausedNamesTheReason: a 429 is reported with its status as the
 // reason; a reader's own reason and buckets are passed on.
-func TestPauseHookNamesTheReason(t *testing.T) {
+func TestPausedNamesTheReason(t *testing.T) {
 	up := newUpstream(t)
 	up.setRespond(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/search" {
@@ -157,8 +157,8 @@ func TestPauseHookNamesTheReason(t *testing.T) {
 			}
 			return tollgate.DefaultUpstream(resp, e)
 		},
-		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
-		OnPause: seen.hook,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		Trace:  tollgate.Trace{Paused: seen.hook},
 	})
 	get(t, tr, up.URL+"/v1/search")
 	get(t, tr, up.URL+"/v1/items")
@@ -168,7 +168,7 @@ func TestPauseHookNamesTheReason(t *testing.T) {
 		{Endpoint: "items.list", Scope: "s", For: 30 * time.Second, Reason: "429"},
 	}
 	if len(got) != len(want) {
-		t.Fatalf("OnPause saw %+v, want %+v", got, want)
+		t.Fatalf("Paused saw %+v, want %+v", got, want)
 	}
 	for i := range want {
 		if got[i].Endpoint != want[i].Endpoint || got[i].Scope != want[i].Scope || got[i].For != want[i].For ||

@@ -10,19 +10,11 @@ import (
 	"github.com/tollgate/tollgate/quota"
 )
 
-// A LeaseFunc chooses how the requests of a scope's bucket spend: from
-// leases of units each (taken in Redis in one decision, spent by this
-// process without a round trip per call) lasting up to term, or, with
-// zero units, call by call. It is called on every request that charges a
-// single bucket and must be safe for concurrent use. See quota.Lease for
-// what a lease guarantees.
-type LeaseFunc func(scope, bucket string) (units int64, term time.Duration)
-
 // leasing is the stage of leases (internal/lease): before Redis, a request
 // spends from this process's lease when it holds its units (spend); on
 // Redis, it renews the lease and spends from the new one (renew).
 type leasing struct {
-	choose    LeaseFunc
+	choose    func(scope, bucket string) (units int64, term time.Duration)
 	leases    *lease.Leases
 	limits    *limits
 	redis     *decider

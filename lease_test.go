@@ -21,8 +21,8 @@ func TestLeaseModeSpendsWithoutRoundTrips(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Minute),
-		Lease:      func(string, string) (int64, time.Duration) { return 50, time.Minute },
-		OnDecision: d.hook,
+		Lease: func(string, string) (int64, time.Duration) { return 50, time.Minute },
+		Trace: tollgate.Trace{Decided: d.hook},
 	})
 	for range 100 {
 		if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {

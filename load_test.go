@@ -126,14 +126,14 @@ func loadChild(raw string) int {
 		return 3
 	}
 	tcfg := tollgate.Config{
-		Transit:    cfg.Transit,
-		Base:       stampSent{base},
-		Limiter:    lim,
-		Costs:      table,
-		Buckets:    map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(cfg.Units, cfg.Window)}}},
-		Scope:      tollgate.Scope("load"),
-		Policy:     tollgate.Policies(pol, nil),
-		OnDecision: recordAdmission,
+		Transit: cfg.Transit,
+		Base:    stampSent{base},
+		Limiter: lim,
+		Costs:   table,
+		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(cfg.Units, cfg.Window)}}},
+		Scope:   tollgate.Scope("load"),
+		Policy:  tollgate.Policies(pol, nil),
+		Trace:   tollgate.Trace{Decided: recordAdmission},
 	}
 	if cfg.Lease {
 		// Blocks of 1/40 of the limit, for a twentieth of the window.

@@ -25,8 +25,8 @@ func TestResumeReachesRememberedRefusals(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{
 		Limiter: lim, Costs: table(t), Buckets: buckets(1000, time.Minute),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
-		OnDecision: d.hook,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		Trace:  tollgate.Trace{Decided: d.hook},
 	})
 	operator := limiterOn(t, rc) // another process's limiter
 	ctx := context.Background()

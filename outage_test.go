@@ -18,7 +18,7 @@ type switches struct {
 	ups []bool
 }
 
-func (s *switches) hook(sw tollgate.Switch) {
+func (s *switches) hook(_ context.Context, sw tollgate.Switch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ups = append(s.ups, sw.Up)
@@ -117,8 +117,7 @@ func TestOutageModes(t *testing.T) {
 				Limiter: lim, Costs: table(t), Buckets: buckets(20, time.Hour),
 				Policy:       tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse, OnOutage: c.outage}, nil),
 				LocalLimiter: inProcess(t), LocalShare: 0.25,
-				OnDecision: d.hook,
-				OnSwitch:   sw.hook,
+				Trace: tollgate.Trace{Decided: d.hook, Switched: sw.hook},
 			})
 			defer tr.Close()
 			clock := testclock.New(time.Now())

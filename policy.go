@@ -8,9 +8,9 @@ import (
 	"github.com/tollgate/tollgate/quota"
 )
 
-// DefaultMaxWait bounds how long the WaitTurn action lets a request wait
+// defaultMaxWait bounds how long the WaitTurn action lets a request wait
 // for its turn when the Policy does not say.
-const DefaultMaxWait = time.Minute
+const defaultMaxWait = time.Minute
 
 // An Action is what the Transport does with a request its quota has no room
 // for now.
@@ -48,7 +48,7 @@ type Outage int
 const (
 	// FailClosed sends nothing and fails with an *UnavailableError.
 	FailClosed Outage = iota
-	// FailOpen sends the request unmetered. The decision hook reports it,
+	// FailOpen sends the request unmetered. Trace.Decided reports it,
 	// and its units are recorded in Redis once Redis answers again.
 	FailOpen
 	// FailLocal decides on the Config's LocalLimiter, holding its
@@ -71,14 +71,14 @@ func (o Outage) String() string {
 }
 
 // A Policy says what the Transport does with an endpoint's requests. The
-// zero Policy waits up to DefaultMaxWait and fails closed.
+// zero Policy waits up to a minute and fails closed.
 type Policy struct {
 	// OnRefusal applies when the quota has no room now.
 	OnRefusal Action
 	// AfterFailover applies when OnRefusal is Failover and every route is
 	// spent: WaitTurn (on the request's own scope) or Refuse.
 	AfterFailover Action
-	// MaxWait bounds the wait for a turn: 0 means DefaultMaxWait, a
+	// MaxWait bounds the wait for a turn: 0 means a minute, a
 	// negative value no bound but the request context's deadline. It does
 	// not bound the decision's own round trip to Redis (the context's
 	// deadline does): a request with room now is admitted whatever its
@@ -100,7 +100,7 @@ type Policy struct {
 // or a negative value for no bound but the context's deadline.
 func (p Policy) waitLimit() time.Duration {
 	if p.MaxWait == 0 {
-		return DefaultMaxWait
+		return defaultMaxWait
 	}
 	return p.MaxWait
 }

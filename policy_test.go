@@ -30,7 +30,7 @@ func TestWaitSleepsUntilItsTurn(t *testing.T) {
 	window := 400 * time.Millisecond
 	var d, waits decisions
 	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window),
-		OnDecision: d.hook, OnWait: waits.hook})
+		Trace: tollgate.Trace{Decided: d.hook, WaitStarted: waits.hook}})
 	first := fill(t, lim, tollgate.DefaultScope, 100, 100, window)
 
 	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {
@@ -206,7 +206,7 @@ func TestTransitLengthensSlidingWindows(t *testing.T) {
 	up := newUpstream(t)
 	window, transit := 300*time.Millisecond, 200*time.Millisecond
 	var d decisions
-	tr := newTransport(t, tollgate.Config{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Transit: transit, OnDecision: d.hook})
+	tr := newTransport(t, tollgate.Config{Limiter: lim, Costs: table(t), Buckets: buckets(100, window), Transit: transit, Trace: tollgate.Trace{Decided: d.hook}})
 	for range 2 { // 100 units: the pool is full
 		if _, err := send(t, tr, context.Background(), "POST", up.URL+"/v1/upload", nil); err != nil {
 			t.Fatal(err)

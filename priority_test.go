@@ -46,13 +46,13 @@ func TestBackgroundGetsItsShare(t *testing.T) {
 	tr := newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: limiterOn(t, rc), Costs: tab, Policy: policy, BackgroundShare: share,
 		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(limit, window)}}},
-		OnDecision: func(_ context.Context, d tollgate.Decision) {
+		Trace: tollgate.Trace{Decided: func(_ context.Context, d tollgate.Decision) {
 			if d.Admitted {
 				mu.Lock()
 				calls[d.Endpoint] = append(calls[d.Endpoint], windowcheck.Call{At: d.At, Units: 10})
 				mu.Unlock()
 			}
-		},
+		}},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*window)
 	defer cancel()

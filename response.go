@@ -28,11 +28,6 @@ type UpstreamPause struct {
 	Reason string
 }
 
-// A PauseHook is called when the upstream's answer to a request paused
-// its scope or buckets, on the request's goroutine. Keep it quick, and
-// safe for concurrent use.
-type PauseHook func(ctx context.Context, p UpstreamPause)
-
 // verdicts is the reader of what the upstream says of its quota
 // (Config.ReadResponse, upstream.go). When it says the quota is spent,
 // every worker is paused (in Redis, on the limiter that decided, and in

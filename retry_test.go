@@ -64,8 +64,8 @@ func TestCheckRetryStopsOnQuotaError(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: lim, Costs: table(t), Buckets: buckets(150, time.Hour),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
-		OnDecision: d.hook,
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil),
+		Trace:  tollgate.Trace{Decided: d.hook},
 	})
 	client := newRetryClient(tr)
 	if resp, err := client.Get(up.URL + "/v1/search"); err != nil {

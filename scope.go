@@ -14,13 +14,14 @@ import (
 // logs and errors. Use HashCredential for scopes derived from credentials.
 type ScopeFunc func(req *http.Request) (string, error)
 
-// DefaultScope is the scope of every request of a Transport without a ScopeFunc.
-const DefaultScope = "default"
+// defaultScope is the scope of every request of a Transport without a
+// ScopeFunc.
+const defaultScope = "default"
 
 // scopeOf names the request's pool with f.
 func scopeOf(f ScopeFunc, req *http.Request) (string, error) {
 	if f == nil {
-		return DefaultScope, nil
+		return defaultScope, nil
 	}
 	s, err := f(req)
 	if err == nil && s == "" {
@@ -50,18 +51,12 @@ func CredentialScope(credential func(*http.Request) string) ScopeFunc {
 }
 
 // HashCredential names a credential without revealing it: "cred-" and the
-// first 16 bytes of its SHA-256, in hex. API keys and tokens are long
-// random strings, so the name cannot be turned back into the secret.
+// first 16 bytes of its SHA-256, in hex, the scope CredentialScope gives.
+// API keys and tokens are long random strings, so the name cannot be
+// turned back into the secret. Call it to name such a scope yourself: in a
+// ScopeFunc that derives its scope from a credential and more, or to read
+// a credential's pool (Transport.Usage, a provider's Usage).
 func HashCredential(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return "cred-" + hex.EncodeToString(sum[:16])
-}
-
-// BearerToken returns the token of an "Authorization: Bearer" header, or "".
-func BearerToken(req *http.Request) string {
-	h := req.Header.Get("Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
 }

@@ -40,14 +40,3 @@ func FuzzCredentialScope(f *testing.F) {
 		}
 	})
 }
-
-func TestBearerToken(t *testing.T) {
-	for in, want := range map[string]string{
-		"Bearer abc": "abc", "bearer  xyz ": "xyz", "Basic abc": "", "Bearer": "", "": "",
-	} {
-		req := &http.Request{Header: http.Header{"Authorization": {in}}}
-		if got := tollgate.BearerToken(req); got != want {
-			t.Errorf("BearerToken(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -26,11 +26,11 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	var errs []error
 	tr := newTransport(t, tollgate.Config{Transit: -1,
 		Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(150, time.Hour),
-		Scope:      tollgate.CredentialScope(func(r *http.Request) string { return r.URL.Query().Get("key") }),
-		Policy:     tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Refuse}, nil),
-		Routes:     []tollgate.Route{{Name: "second project", Scope: tollgate.HashCredential(keyB), Rewrite: swapKey(keyB)}},
-		OnDecision: d.hook,
-		Logger:     slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Scope:  tollgate.CredentialScope(func(r *http.Request) string { return r.URL.Query().Get("key") }),
+		Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Refuse}, nil),
+		Routes: []tollgate.Route{{Name: "second project", Scope: tollgate.HashCredential(keyB), Rewrite: swapKey(keyB)}},
+		Trace:  tollgate.Trace{Decided: d.hook},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	do := func(path string) {
 		_, err := get(t, tr, up.URL+path+"?part=snippet&key="+keyA)

@@ -149,11 +149,13 @@ func TestTransportUnderACL(t *testing.T) {
 			}
 			return 0, 0
 		},
-		OnReconcile: func(context.Context, tollgate.Reconciliation) { reconciled.Add(1) },
-		OnSwitch: func(sw tollgate.Switch) {
-			mu.Lock()
-			switches = append(switches, sw)
-			mu.Unlock()
+		Trace: tollgate.Trace{
+			Reconciled: func(context.Context, tollgate.Reconciliation) { reconciled.Add(1) },
+			Switched: func(_ context.Context, sw tollgate.Switch) {
+				mu.Lock()
+				switches = append(switches, sw)
+				mu.Unlock()
+			},
 		},
 	})
 	ctx := t.Context()
@@ -369,9 +371,8 @@ func TestPermissionRefusedIsNoOutage(t *testing.T) {
 	var d decisions
 	tr := newTransport(t, tollgate.Config{
 		Limiter: limiterOn(t, quickUser(t, s, "tollgate", userPassword)), Costs: table(t), Buckets: buckets(100, time.Hour),
-		Policy:     tollgate.Policies(tollgate.Policy{OnOutage: tollgate.FailOpen}, nil),
-		OnSwitch:   func(tollgate.Switch) { switched.Add(1) },
-		OnDecision: d.hook,
+		Policy: tollgate.Policies(tollgate.Policy{OnOutage: tollgate.FailOpen}, nil),
+		Trace:  tollgate.Trace{Switched: func(context.Context, tollgate.Switch) { switched.Add(1) }, Decided: d.hook},
 	})
 	for i := range 3 {
 		_, err := get(t, tr, up.URL+"/v1/items")

@@ -49,8 +49,8 @@ func newSettleRig(t *testing.T) *settleRig {
 	r := &settleRig{up: newUpstream(t)}
 	r.tr = newTransport(t, tollgate.Config{
 		Transit: -1, Limiter: inProcess(t), Costs: settleTable(t),
-		Buckets:  map[string]tollgate.Bucket{"tokens": {Limits: []quota.Limit{quota.PerWindow(100000, time.Hour)}}},
-		OnSettle: r.settled.hook,
+		Buckets: map[string]tollgate.Bucket{"tokens": {Limits: []quota.Limit{quota.PerWindow(100000, time.Hour)}}},
+		Trace:   tollgate.Trace{Settled: r.settled.hook},
 	})
 	return r
 }
@@ -104,7 +104,7 @@ func TestSettleFromTheBody(t *testing.T) {
 	s := r.settled.list()
 	if len(s) != 1 || !s[0].Settled || s[0].Err != nil || s[0].Charges[0] != (costs.Charge{Bucket: "tokens", Units: 220}) ||
 		len(s[0].Estimate) != 1 || s[0].Estimate[0] != (costs.Charge{Bucket: "tokens", Units: 1000}) {
-		t.Errorf("OnSettle saw %+v, want one settlement of the 1,000 tokens estimated to 220", s)
+		t.Errorf("Settled saw %+v, want one settlement of the 1,000 tokens estimated to 220", s)
 	}
 }
 
@@ -157,7 +157,7 @@ func TestSettleFromTheStatus(t *testing.T) {
 	}
 	s := r.settled.list()
 	if len(s) != 4 || s[0].Charges[0] != (costs.Charge{Bucket: "tokens", Units: 0}) || s[0].Err != nil {
-		t.Errorf("OnSettle saw %+v, want four settlements, the first to 0 tokens", s)
+		t.Errorf("Settled saw %+v, want four settlements, the first to 0 tokens", s)
 	}
 }
 
@@ -239,10 +239,10 @@ func TestEstimateKept(t *testing.T) {
 			}
 			s := r.settled.list()
 			if c.reports && (len(s) != 1 || s[0].Err == nil || s[0].Charges[0].Units != want) {
-				t.Errorf("OnSettle saw %+v, want one report of the unreadable cost, the estimate kept", s)
+				t.Errorf("Settled saw %+v, want one report of the unreadable cost, the estimate kept", s)
 			}
 			if !c.reports && len(s) != 0 {
-				t.Errorf("OnSettle saw %+v, want nothing: the response told nothing", s)
+				t.Errorf("Settled saw %+v, want nothing: the response told nothing", s)
 			}
 		})
 	}

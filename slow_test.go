@@ -30,8 +30,8 @@ func TestSlowRedis(t *testing.T) {
 	newTransport := func(p tollgate.Policy) *tollgate.Transport {
 		return newTransport(t, tollgate.Config{
 			Limiter: limiterOn(t, rc), Costs: table(t), Buckets: buckets(100, time.Minute),
-			Policy:   tollgate.Policies(p, nil),
-			OnSwitch: func(tollgate.Switch) { switches++ },
+			Policy: tollgate.Policies(p, nil),
+			Trace:  tollgate.Trace{Switched: func(context.Context, tollgate.Switch) { switches++ }},
 		})
 	}
 	// No answer from Redis can come back sooner than a round trip through

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // defaultPause is how long a scope pauses after a 429 that carries no
@@ -25,7 +24,7 @@ type Verdict struct {
 	// Pacific midnight for YouTube's quotaExceeded.
 	Pause time.Duration
 	// Reason is the upstream's own name for the refusal, e.g.
-	// "quotaExceeded", for OnPause and metrics: one of the few words the
+	// "quotaExceeded", for Trace.Paused and metrics: one of the few words the
 	// reader knows, never free text from the response. Empty means the
 	// status code, e.g. "429".
 	Reason string
@@ -34,8 +33,7 @@ type Verdict struct {
 // An UpstreamFunc reads a response for what it says about the quota: a
 // provider's own signals (YouTube's 403 quotaExceeded), or any your
 // upstream sends. It may read the body, but must leave it for the caller to
-// read whole again: PeekBody does both. ParseRetryAfter reads the header
-// most upstreams send with a refusal. It is called on every response; it
+// read whole again: PeekBody does both. It is called on every response; it
 // must be safe for concurrent use and must not fail: a body it cannot
 // parse is simply not a quota verdict. Wrap DefaultUpstream to keep its
 // reading of 429s.
@@ -49,7 +47,7 @@ func DefaultUpstream(resp *http.Response, _ costs.Endpoint) Verdict {
 		return Verdict{}
 	}
 	// The wall clock: an HTTP date in Retry-After is the upstream's.
-	d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	d, ok := header.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if !ok {
 		d = defaultPause
 	}
@@ -57,37 +55,9 @@ func DefaultUpstream(resp *http.Response, _ costs.Endpoint) Verdict {
 	return Verdict{Spent: true, Pause: max(d, time.Second)}
 }
 
-// maxRetryAfter is the longest Retry-After taken at its word: a longer one,
-// in seconds or as a date, is a broken or hostile header, and pausing a
-// quota for years on its say-so would stop every worker.
-const maxRetryAfter = 365 * 24 * time.Hour
-
-// ParseRetryAfter reads a Retry-After header, in seconds or as an HTTP
-// date, as a duration from now. It reports false for an empty or unusable
-// value, and for one more than a year ahead.
-func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 || secs > int64(maxRetryAfter/time.Second) {
-			return 0, false
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		d := max(t.Sub(now), 0)
-		if d > maxRetryAfter {
-			return 0, false
-		}
-		return d, true
-	}
-	return 0, false
-}
-
 // PeekBody reads up to n bytes of a response body and puts them back in
-// front of the rest, so the caller still reads the body whole.
+// front of the rest, so the caller still reads the body whole. An
+// UpstreamFunc that reads the body calls it.
 func PeekBody(resp *http.Response, n int64) ([]byte, error) {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil, nil

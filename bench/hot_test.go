@@ -31,7 +31,7 @@ func BenchmarkHotScope(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hot := func(lease tollgate.LeaseFunc) *tollgate.Transport {
+	hot := func(lease func(scope, bucket string) (int64, time.Duration)) *tollgate.Transport {
 		return transport(b, tollgate.Config{
 			Base: answered{}, Limiter: limiter(b, rdb), Costs: table,
 			Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{never(time.Second)}}},

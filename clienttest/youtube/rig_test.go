@@ -74,7 +74,7 @@ func newRig(t *testing.T, granular bool, ro rigOptions) *rig {
 		opts.Table = youtube.Granular(u.Host)
 	}
 	opts.Tollgate.Policy = tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)
-	opts.Tollgate.OnDecision = func(_ context.Context, d tollgate.Decision) {
+	opts.Tollgate.Trace.Decided = func(_ context.Context, d tollgate.Decision) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.decisions = append(r.decisions, d)

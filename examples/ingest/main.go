@@ -103,9 +103,8 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		Window:         c.window,
 		ReservePercent: -1,
 		Tollgate: tollgate.Config{
-			Policy:     tollgate.Policies(pol, nil),
-			OnWait:     rep.waiting,
-			OnDecision: rep.decision,
+			Policy: tollgate.Policies(pol, nil),
+			Trace:  tollgate.Trace{WaitStarted: rep.waiting, Decided: rep.decision},
 		},
 	}
 	if c.reserve > 0 {

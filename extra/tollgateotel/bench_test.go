@@ -149,7 +149,7 @@ func BenchmarkHooks(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer m.Close()
-			hook := m.Instrument(tollgate.Config{}).OnDecision
+			hook := m.Instrument(tollgate.Config{}).Trace.Decided
 			ctx := context.Background()
 			hook(ctx, d)
 			clock, done := threadClock()

@@ -1,12 +1,13 @@
 // Package tollgateotel records OpenTelemetry metrics of a tollgate
-// Transport, from its hooks: what it decided for each request, who waits
+// Transport, from its Trace: what it decided for each request, who waits
 // and for how long, what each bucket spent, the slots of caps in flight,
 // the upstream's pauses, Redis outages, and what is left of each quota.
 //
 // It is a module of its own, so that tollgate itself never depends on
 // OpenTelemetry. Build a Metrics, pass the Transport's Config through
-// Instrument (which wraps its hooks, keeping yours), build the Transport,
-// and hand it to Observe for the gauges of what is left:
+// Instrument (which merges the recording into its Trace, keeping yours),
+// build the Transport, and hand it to Observe for the gauges of what is
+// left:
 //
 //	metrics, err := tollgateotel.New(tollgateotel.WithMeterProvider(mp))
 //	tr, err := tollgate.New(metrics.Instrument(cfg))

@@ -49,8 +49,8 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// Instrument wraps the Config's hooks; Observe gives the quota gauges
-	// the Transport to read.
+	// Instrument merges the recording into the Config's Trace; Observe
+	// gives the quota gauges the Transport to read.
 	tr, err := tollgate.New(metrics.Instrument(tollgate.Config{
 		Limiter: lim, Costs: table, Scope: tollgate.Scope("project-a"),
 		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(10000, 24*time.Hour)}, ReserveUnits: 500}},

@@ -27,49 +27,24 @@ const (
 // upstream announced that nothing was left of it (Bucket.Follows).
 const announcedReason = "announced"
 
-// Instrument returns cfg with its hooks wrapped to record the metrics:
-// OnDecision, OnWait, OnWaitEnd, OnSettle, OnSlot, OnPause, OnReconcile
-// and OnSwitch. Hooks cfg already has are still called, after the
-// recording. Give the result to tollgate.New, or to a provider as the
+// Instrument returns cfg with the recording of the metrics merged into
+// its Trace (tollgate.Trace.Merge): the functions cfg's Trace already has
+// are still called, after the recording, as WithClientTrace stacks
+// httptrace's. Give the result to tollgate.New, or to a provider as the
 // Config it takes (youtube.Options.Tollgate), once: a Metrics records one
 // Transport.
 func (m *Metrics) Instrument(cfg tollgate.Config) tollgate.Config {
-	cfg.OnDecision = chain(m.decided, cfg.OnDecision)
-	cfg.OnWait = chain(m.waitStarted, cfg.OnWait)
-	cfg.OnWaitEnd = chain(m.waitEnded, cfg.OnWaitEnd)
-	cfg.OnSettle = chain(m.settled, cfg.OnSettle)
-	if next := cfg.OnSlot; next != nil {
-		cfg.OnSlot = func(scope, bucket string, held bool) { m.slot(scope, bucket, held); next(scope, bucket, held) }
-	} else {
-		cfg.OnSlot = m.slot
-	}
-	if next := cfg.OnPause; next != nil {
-		cfg.OnPause = func(ctx context.Context, p tollgate.UpstreamPause) { m.paused(ctx, p); next(ctx, p) }
-	} else {
-		cfg.OnPause = m.paused
-	}
-	if next := cfg.OnReconcile; next != nil {
-		cfg.OnReconcile = func(ctx context.Context, r tollgate.Reconciliation) { m.reconciled(ctx, r); next(ctx, r) }
-	} else {
-		cfg.OnReconcile = m.reconciled
-	}
-	if next := cfg.OnSwitch; next != nil {
-		cfg.OnSwitch = func(s tollgate.Switch) { m.switched(s); next(s) }
-	} else {
-		cfg.OnSwitch = m.switched
-	}
+	cfg.Trace = tollgate.Trace{
+		Decided:     m.decided,
+		WaitStarted: m.waitStarted,
+		WaitEnded:   m.waitEnded,
+		Settled:     m.settled,
+		Reconciled:  m.reconciled,
+		Switched:    m.switched,
+		Slot:        m.slot,
+		Paused:      m.paused,
+	}.Merge(cfg.Trace)
 	return cfg
-}
-
-// chain calls record, then next when there is one.
-func chain(record, next tollgate.DecisionHook) tollgate.DecisionHook {
-	if next == nil {
-		return record
-	}
-	return func(ctx context.Context, d tollgate.Decision) {
-		record(ctx, d)
-		next(ctx, d)
-	}
 }
 
 // decided records a request's decision, and notes its scope's buckets for
@@ -155,12 +130,12 @@ func (m *Metrics) settled(ctx context.Context, d tollgate.Decision) {
 }
 
 // slot counts the slots of caps held.
-func (m *Metrics) slot(scope, bucket string, held bool) {
+func (m *Metrics) slot(ctx context.Context, scope, bucket string, held bool) {
 	n := int64(-1)
 	if held {
 		n = 1
 	}
-	m.inFlight.Add(context.Background(), n, m.with(byBucket, bucket, "", scope).add...)
+	m.inFlight.Add(ctx, n, m.with(byBucket, bucket, "", scope).add...)
 }
 
 // paused counts a pause the upstream asked for: one per bucket it names,
@@ -183,11 +158,11 @@ func (m *Metrics) reconciled(ctx context.Context, r tollgate.Reconciliation) {
 }
 
 // switched records a switch between Redis and the outage modes.
-func (m *Metrics) switched(s tollgate.Switch) {
+func (m *Metrics) switched(ctx context.Context, s tollgate.Switch) {
 	m.redisDown.Store(!s.Up)
 	state := "down"
 	if s.Up {
 		state = "up"
 	}
-	m.switches.Add(context.Background(), 1, m.with(byState, state, "", "").add...)
+	m.switches.Add(ctx, 1, m.with(byState, state, "", "").add...)
 }

@@ -176,11 +176,11 @@ func FuzzStream(f *testing.F) {
 	// refilled before the next call (a minute's would hold the next calls
 	// back for up to a minute).
 	tr, err := NewTransport(nil, &Options{Base: served{}, Limits: Limits{RPM: 1 << 40, ITPM: 1 << 40, OTPM: 1 << 40}, Minute: time.Millisecond,
-		Tollgate: tollgate.Config{Transit: -1, OnSettle: func(_ context.Context, d tollgate.Decision) {
+		Tollgate: tollgate.Config{Transit: -1, Trace: tollgate.Trace{Settled: func(_ context.Context, d tollgate.Decision) {
 			mu.Lock()
 			settled = append(settled, d)
 			mu.Unlock()
-		}}})
+		}}}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // Anthropic's limits belong to the organization (and a workspace may have
@@ -29,7 +30,7 @@ func credentialOf(req *http.Request) string {
 	if k := req.Header.Get("X-Api-Key"); k != "" {
 		return k
 	}
-	return tollgate.BearerToken(req)
+	return header.Bearer(req)
 }
 
 // pool names the pool of a key: a hash, so that no scope, key, log line

@@ -42,7 +42,7 @@ func newHarness(t *testing.T, sim *anthsim.Server, rdb redis.UniversalClient, op
 	t.Cleanup(api.Close)
 	h := &harness{t: t, sim: sim, url: api.URL}
 	frozen(&opts)
-	opts.Tollgate.OnSettle = func(_ context.Context, d tollgate.Decision) {
+	opts.Tollgate.Trace.Settled = func(_ context.Context, d tollgate.Decision) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.settled = append(h.settled, d)
@@ -65,12 +65,15 @@ func frozen(opts *anthropic.Options) {
 	anthropic.SetClock(opts, func() time.Time { return start })
 }
 
+// defaultTransit is the Transit of a tollgate.Config that sets none.
+const defaultTransit = 50 * time.Millisecond
+
 // enforced is the capacity tollgate keeps of an upstream bucket of
 // perMinute units (less the reserve), refilled at perMinute a minute: the
-// refill of tollgate.DefaultTransit less, as a request admitted now may
-// reach the upstream that much later.
+// refill of defaultTransit less, as a request admitted now may reach the
+// upstream that much later.
 func enforced(perMinute int64) int64 {
-	return perMinute - (perMinute*int64(tollgate.DefaultTransit)+int64(time.Minute)-1)/int64(time.Minute)
+	return perMinute - (perMinute*int64(defaultTransit)+int64(time.Minute)-1)/int64(time.Minute)
 }
 
 // post sends a Messages request with the key and reads its answer whole.

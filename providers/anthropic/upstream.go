@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // What Anthropic's answers say of the quota (errors page,
@@ -70,7 +71,7 @@ func Upstream() tollgate.UpstreamFunc {
 				buckets = append(buckets, b)
 			}
 		}
-		d, ok := tollgate.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+		d, ok := header.RetryAfter(resp.Header.Get("Retry-After"), now)
 		if !ok {
 			for _, b := range buckets {
 				if at, known := resetOf(resp.Header, b); known {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // Gemini's limits belong to the project: "Rate limits are applied per
@@ -30,7 +31,7 @@ func credentialOf(req *http.Request) string {
 	if k := req.URL.Query().Get("key"); k != "" {
 		return k
 	}
-	return tollgate.BearerToken(req)
+	return header.Bearer(req)
 }
 
 // project names the project of a key: a hash, so that no scope, key, log

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/announce"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // How GitHub says no, and how long to hold off, from
@@ -200,7 +201,7 @@ func spentResource(h http.Header, graphQL bool, now time.Time) (string, time.Tim
 			break
 		}
 	}
-	if d, ok := tollgate.ParseRetryAfter(h.Get("Retry-After"), now); ok && now.Add(d).After(reset) {
+	if d, ok := header.RetryAfter(h.Get("Retry-After"), now); ok && now.Add(d).After(reset) {
 		reset = now.Add(d)
 	}
 	if reset.IsZero() {
@@ -217,7 +218,7 @@ func spentResource(h http.Header, graphQL bool, now time.Time) (string, time.Tim
 // in flight meet the limit together) continues that pause rather than
 // lengthening the streak.
 func (r *refusals) secondaryPause(resp *http.Response, now time.Time) time.Duration {
-	d, ok := tollgate.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+	d, ok := header.RetryAfter(resp.Header.Get("Retry-After"), now)
 	if !ok && strings.TrimSpace(resp.Header.Get("X-RateLimit-Remaining")) == "0" {
 		for _, q := range announce.Read(resp.Header, now) {
 			if q.Dialect == "github" && !q.Reset.IsZero() {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // OpenAI's limits belong to the organization, or the project, and vary by
@@ -27,7 +28,7 @@ const noKey = "no-key"
 // credentialOf returns the API key of a request: OpenAI's Authorization:
 // Bearer, or Azure OpenAI's api-key header; "" when it carries neither.
 func credentialOf(req *http.Request) string {
-	if k := tollgate.BearerToken(req); k != "" {
+	if k := header.Bearer(req); k != "" {
 		return k
 	}
 	return req.Header.Get("Api-Key")

@@ -56,7 +56,7 @@ func newHarness(t *testing.T, cfg oaisim.Config, rdb redis.UniversalClient, opts
 	if opts.Base == nil {
 		opts.Base = served{h.sim}
 	}
-	opts.Tollgate.OnDecision = func(_ context.Context, d tollgate.Decision) {
+	opts.Tollgate.Trace.Decided = func(_ context.Context, d tollgate.Decision) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.decisions = append(h.decisions, d)

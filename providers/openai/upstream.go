@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // OpenAI answers 429 for two different things (error codes guide,
@@ -142,5 +143,5 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 			return time.Duration(ms * float64(time.Millisecond)), true
 		}
 	}
-	return tollgate.ParseRetryAfter(h.Get("Retry-After"), now)
+	return header.RetryAfter(h.Get("Retry-After"), now)
 }

@@ -287,11 +287,11 @@ func TestPricesAgreeWithTheSimulator(t *testing.T) {
 			tr, err := NewTransport([]string{"K"}, nil, &Options{
 				Table: table, Window: time.Hour, ReservePercent: -1,
 				Quota: 1 << 40, SearchQuota: 1 << 40, UploadQuota: 1 << 40, BatchStatsQuota: 1 << 40,
-				Tollgate: tollgate.Config{OnDecision: func(_ context.Context, d tollgate.Decision) {
+				Tollgate: tollgate.Config{Trace: tollgate.Trace{Decided: func(_ context.Context, d tollgate.Decision) {
 					mu.Lock()
 					defer mu.Unlock()
 					last = d
-				}},
+				}}},
 			})
 			if err != nil {
 				t.Fatal(err)

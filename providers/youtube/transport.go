@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/header"
 	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/embedded"
@@ -203,7 +204,7 @@ func (o *Options) config() (tollgate.Config, error) {
 // answers 400 uploadLimitExceeded pauses them, and returns such an error
 // too.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.key != nil && keyOf(req) == "" && tollgate.BearerToken(req) == "" {
+	if t.key != nil && keyOf(req) == "" && header.Bearer(req) == "" {
 		req = req.Clone(req.Context())
 		req.Header.Set(keyHeader, t.key())
 	}

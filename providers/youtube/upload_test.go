@@ -139,11 +139,11 @@ func TestUploadChargedOnce(t *testing.T) {
 		var mu sync.Mutex
 		var decisions []tollgate.Decision
 		tr := simTransport(t, api, []string{"K"}, nil, Options{Table: table, Tollgate: tollgate.Config{
-			OnDecision: func(_ context.Context, d tollgate.Decision) {
+			Trace: tollgate.Trace{Decided: func(_ context.Context, d tollgate.Decision) {
 				mu.Lock()
 				defer mu.Unlock()
 				decisions = append(decisions, d)
-			}}})
+			}}}})
 		uri, err := openUpload(t, tr, api, "")
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // UploadLimitPause is how long a credential's video uploads are refused
@@ -97,7 +98,7 @@ func (t *Transport) videoUpload(req *http.Request) (costs.Endpoint, bool) {
 // upload sends a video upload call, unless its credential's uploads are
 // paused, and pauses them when YouTube answers uploadLimitExceeded.
 func (t *Transport) upload(req *http.Request, e costs.Endpoint) (*http.Response, error) {
-	cred := tollgate.BearerToken(req)
+	cred := header.Bearer(req)
 	if cred == "" {
 		cred = keyOf(req)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/header"
 )
 
 // DefaultRatePause is how long a project pauses after a rate-limit error
@@ -109,7 +110,7 @@ func Upstream(reset func(now time.Time) time.Time) tollgate.UpstreamFunc {
 		body, _ := tollgate.PeekBody(resp, maxErrorBody)
 		now := time.Now()
 		ratePause := func(reason string) tollgate.Verdict {
-			d, ok := tollgate.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+			d, ok := header.RetryAfter(resp.Header.Get("Retry-After"), now)
 			if !ok {
 				d = DefaultRatePause
 			}

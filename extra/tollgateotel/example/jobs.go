@@ -50,7 +50,7 @@ func newJobs(o options, rdb redis.UniversalClient, metrics *tollgateotel.Metrics
 		// The Config the metrics instrument; a hook of its own still runs.
 		Tollgate: metrics.Instrument(tollgate.Config{
 			Policy: tollgate.Policies(tollgate.Policy{MaxWait: 3 * o.window}, nil),
-			OnWait: func(context.Context, tollgate.Decision) { j.waits.Add(1) },
+			Trace:  tollgate.Trace{WaitStarted: func(context.Context, tollgate.Decision) { j.waits.Add(1) }},
 		}),
 	})
 	if err != nil {

@@ -130,7 +130,7 @@ func TestAnthropicCredentials(t *testing.T) {
 func TestAnthropicStream(t *testing.T) {
 	up := newAnthUpstream(t)
 	var decided, settled decisions
-	r := start(t, anthropicConfig(up.url), tollgate.Config{OnDecision: decided.hook, OnSettle: settled.hook})
+	r := start(t, anthropicConfig(up.url), tollgate.Config{Trace: tollgate.Trace{Decided: decided.hook, Settled: settled.hook}})
 	req, _ := http.NewRequest("POST", r.url+"/anthropic/v1/messages", strings.NewReader(anthMessage(true)))
 	req.Header.Set("X-Api-Key", nodeToken)
 	req.Header.Set("Anthropic-Version", "2023-06-01")
@@ -193,7 +193,7 @@ func TestAnthropicLoopback(t *testing.T) {
 	var decided decisions
 	cfg := fmt.Sprintf(`{"upstreams": [{"name": "anthropic", "provider": "anthropic", "prefix": "/anthropic/", "target": %q,
 	  "options": {"rpm": 100, "itpm": 100000, "otpm": 20000}}]}`, up.url)
-	r := start(t, cfg, tollgate.Config{OnDecision: decided.hook})
+	r := start(t, cfg, tollgate.Config{Trace: tollgate.Trace{Decided: decided.hook}})
 	for _, k := range []string{"sk-ant-callers-own-1", "sk-ant-callers-own-2"} {
 		code, _, b := do(t, "POST", r.url+"/anthropic/v1/messages",
 			map[string]string{"X-Api-Key": k, "Anthropic-Version": "2023-06-01"}, strings.NewReader(anthMessage(false)))

@@ -124,7 +124,7 @@ func (s secret) get() string {
 // A Policy is an upstream's tollgate.Policy in the configuration.
 type Policy struct {
 	// MaxWait bounds the wait for a turn, e.g. "30s"; empty means
-	// tollgate.DefaultMaxWait.
+	// tollgate.Policy's default, a minute.
 	MaxWait string `json:"max_wait"`
 	// OnRefusal is "wait" (the default: wait for the turn up to MaxWait)
 	// or "fail" (answer 429 at once).

@@ -66,12 +66,12 @@ func TestDrain(t *testing.T) {
 	started := make(chan struct{}, 1)
 	up := slowUpstream(t, 800*time.Millisecond, started)
 	waiting := make(chan struct{}, 1)
-	hooks := tollgate.Config{OnWait: func(context.Context, tollgate.Decision) {
+	hooks := tollgate.Config{Trace: tollgate.Trace{WaitStarted: func(context.Context, tollgate.Decision) {
 		select {
 		case waiting <- struct{}{}:
 		default:
 		}
-	}}
+	}}}
 	r := start(t, youtubeConfig(up.URL, `{"quota": 1, "window": "20s", "table": "classic", "reserve_percent": -1}`,
 		`{"on_refusal": "wait", "max_wait": "30s"}`), hooks)
 	bearer := map[string]string{"Authorization": "Bearer " + phpToken}

@@ -28,9 +28,8 @@ type Options struct {
 	// Log receives the gateway's lines (start, upstream failures); nil
 	// discards them. Never a token or a key.
 	Log io.Writer
-	// Hooks are given to every upstream's Transport: OnDecision,
-	// OnSettle, OnWait, OnWaitEnd, OnPause, OnSwitch, Logger. Its other
-	// fields must be zero.
+	// Hooks are given to every upstream's Transport: its Trace and
+	// Logger. Its other fields must be zero.
 	Hooks tollgate.Config
 	// Base, when set, sends the requests admitted, instead of a transport
 	// of the gateway's own: for tests.

@@ -134,7 +134,7 @@ func TestResumableUpload(t *testing.T) {
 	    {"name": "youtube-upload", "provider": "youtube", "prefix": "/upload/", "target": %q, "key_env": "YT_KEY", "options": {"table": "classic"}}]}`,
 		simURL+"/youtube", simURL+"/upload")
 	var decided decisions
-	r := start(t, cfg, tollgate.Config{OnDecision: decided.hook})
+	r := start(t, cfg, tollgate.Config{Trace: tollgate.Trace{Decided: decided.hook}})
 	bearer := map[string]string{"Authorization": "Bearer " + phpToken, "Content-Type": "application/json"}
 	req, _ := http.NewRequest("POST", r.url+"/upload/youtube/v3/videos?uploadType=resumable&part=snippet", strings.NewReader(`{"snippet":{"title":"Holiday"}}`))
 	for k, v := range bearer {
@@ -272,7 +272,7 @@ func TestAttribution(t *testing.T) {
 	_, simURL := newSim(t, ytsim.Config{Quota: 1000, Window: time.Hour})
 	var decided decisions
 	r := start(t, youtubeConfig(simURL, `{"quota": 2, "window": "1m", "table": "classic", "reserve_percent": -1}`, `{"on_refusal": "fail"}`),
-		tollgate.Config{OnDecision: decided.hook})
+		tollgate.Config{Trace: tollgate.Trace{Decided: decided.hook}})
 	list := r.url + "/youtube/v3/videos?part=id&chart=mostPopular"
 	for _, c := range []struct {
 		header map[string]string

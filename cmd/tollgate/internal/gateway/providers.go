@@ -24,7 +24,7 @@ import (
 type provider struct {
 	// build decodes the upstream's options and returns its Transport,
 	// sending through base, with the hooks in cfg (tollgate.Config's
-	// OnDecision and the like). check calls it to check the options.
+	// Trace and Logger). check calls it to check the options.
 	build func(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error)
 	// keyHeader is the header the upstream's key is sent in; bearer says
 	// "Authorization: Bearer KEY".

@@ -99,7 +99,7 @@ func TestCustomProvider(t *testing.T) {
 	    "buckets": {"pool": {"limits": [{"units": 10, "window": "1m"}, {"units": 1000, "window": "day", "zone": "America/New_York"}]}}}]}`,
 		up.URL, filepath.Join(dir, "costs.json"))
 	var decided decisions
-	r := start(t, cfg, tollgate.Config{OnDecision: decided.hook})
+	r := start(t, cfg, tollgate.Config{Trace: tollgate.Trace{Decided: decided.hook}})
 	bearer := map[string]string{"Authorization": "Bearer " + phpToken}
 	for i, want := range []int{200, 200, 429} {
 		code, _, b := do(t, "GET", r.url+"/shop/api/search?q=x", bearer, nil)
@@ -115,7 +115,7 @@ func TestCustomProvider(t *testing.T) {
 		t.Errorf("upstream saw %d requests, first with X-Shop-Key %q and Authorization %q", len(seen), seen[0].Header.Get("X-Shop-Key"), seen[0].Header.Get("Authorization"))
 	}
 	for _, d := range decided.list() {
-		if d.Endpoint != "search" || d.Caller != "php-cron" || d.Scope != tollgate.DefaultScope {
+		if d.Endpoint != "search" || d.Caller != "php-cron" || d.Scope != "default" {
 			t.Errorf("decision %+v, want search by php-cron in the default scope", d)
 		}
 	}
@@ -133,7 +133,7 @@ func TestGemini(t *testing.T) {
 	cfg := fmt.Sprintf(`{"callers": [{"name": "node", "token_env": "TOKEN_NODE"}],
 	  "upstreams": [{"name": "gemini", "provider": "gemini", "prefix": "/gemini/", "target": %q, "key_env": "YT_KEY",
 	    "options": {"rpm": 10, "tpm": 10000, "rpd": 100}}]}`, up.URL)
-	r := start(t, cfg, tollgate.Config{OnDecision: decided.hook})
+	r := start(t, cfg, tollgate.Config{Trace: tollgate.Trace{Decided: decided.hook}})
 	body := `{"contents": [{"parts": [{"text": "Hello"}]}]}`
 	code, _, b := do(t, "POST", r.url+"/gemini/v1beta/models/gemini-2.5-flash:generateContent?key="+nodeToken,
 		map[string]string{"Content-Type": "application/json"}, strings.NewReader(body))

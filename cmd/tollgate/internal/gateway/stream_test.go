@@ -53,7 +53,7 @@ func TestStreamUnbuffered(t *testing.T) {
 	cfg := fmt.Sprintf(`{"callers": [{"name": "php-cron", "token_env": "TOKEN_PHP"}, {"name": "node", "token_env": "TOKEN_NODE"}],
 	  "upstreams": [{"name": "openai", "provider": "openai", "prefix": "/openai/", "target": %q, "key_env": "OAI_KEY",
 	    "options": {"rpm": 100, "tpm": 20000, "count_usage": true}}]}`, upstream.URL)
-	r := start(t, cfg, tollgate.Config{OnDecision: decided.hook, OnSettle: settled.hook})
+	r := start(t, cfg, tollgate.Config{Trace: tollgate.Trace{Decided: decided.hook, Settled: settled.hook}})
 
 	body := `{"model": "gpt-4o-mini", "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 400,
 	  "messages": [{"role": "user", "content": "Say hello in a few words."}]}`
