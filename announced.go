@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate/tollgate/announce"
 	"github.com/tollgate/tollgate/internal/learn"
+	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/internal/remember"
 	"github.com/tollgate/tollgate/quota"
 )
@@ -110,7 +111,7 @@ func matches(name string, q announce.Quota) bool {
 func (a *announcements) reconcileOne(ctx context.Context, d *decider, r *quota.Reservation, scope, bucket string, q announce.Quota, now time.Time) {
 	k := learn.Key{Scope: scope, Bucket: bucket}
 	prev := a.limits.learned.Get(k)
-	tol := quota.ResetTolerance(a.limits.windowOf(bucket, prev, q.Window))
+	tol := quotapath.ResetTolerance(a.limits.windowOf(bucket, prev, q.Window))
 	if !q.Reset.IsZero() && prev.Reset.Sub(q.Reset) >= tol {
 		return // an older response than one already read
 	}
@@ -165,7 +166,7 @@ func (a *announcements) reconcileOne(ctx context.Context, d *decider, r *quota.R
 		if p, known := a.refusals.Paused(scope, bucket, now); !known || Cause(p.Cause) != PausedByUpstream || p.Until.Sub(now) < q.Reset.Sub(now) {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			const reason = "the upstream announced none left until its reset"
-			_, err := d.lim.PauseUpstream(pctx, scope, bucket, q.Reset.Sub(now), reason)
+			_, err := pauseUpstream(d.lim, pctx, scope, bucket, q.Reset.Sub(now), reason)
 			cancel()
 			if err == nil {
 				a.refusals.Note(remember.Key{Scope: scope, Bucket: bucket},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/caps"
 	"github.com/tollgate/tollgate/internal/learn"
+	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -62,7 +63,7 @@ func (g *gates) learn(ctx context.Context, d *decider, r *request, scope, bucket
 	k := learn.Key{Scope: scope, Bucket: bucket}
 	learned := func() bool {
 		if a, ok, err := d.lim.LastAnnouncement(ctx, scope, bucket); err == nil && ok {
-			g.limits.learned.Update(k, func(l *learn.Learned) { l.Adopt(a, quota.ResetTolerance(g.limits.windowOf(bucket, *l, a.Window))) })
+			g.limits.learned.Update(k, func(l *learn.Learned) { l.Adopt(a, quotapath.ResetTolerance(g.limits.windowOf(bucket, *l, a.Window))) })
 		}
 		_, gated := g.limits.of(d, scope, bucket, r.background)
 		return !gated

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // The kill switch and the requests that wait: a pause, an operator's or
@@ -128,10 +129,10 @@ func (r *killRig) stopped() int {
 
 // operatorPause pauses the default scope as tollgate pause does, from a
 // process of its own, and returns how far the notice went.
-func (r *killRig) operatorPause(t *testing.T, d time.Duration, reason string) quota.Reach {
+func (r *killRig) operatorPause(t *testing.T, d time.Duration, reason string) ops.Reach {
 	t.Helper()
 	op := limiterOn(t, r.client(t))
-	reach, err := op.Confirm(context.Background(), 5*time.Second, func(ctx context.Context) error {
+	reach, err := ops.New(op).Confirm(context.Background(), 5*time.Second, func(ctx context.Context) error {
 		_, err := op.PauseBecause(ctx, tollgate.DefaultScope, "", d, reason)
 		return err
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // TestResumeReachesRememberedRefusals: a process that fails fast
@@ -58,11 +59,12 @@ func TestResumeReachesRememberedRefusals(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	reach, err := operator.Confirm(ctx, 5*time.Second, func(ctx context.Context) error {
-		_, err := operator.Resume(ctx, tollgate.DefaultScope, "")
+	op := ops.New(operator)
+	reach, err := op.Confirm(ctx, 5*time.Second, func(ctx context.Context) error {
+		_, err := op.Resume(ctx, tollgate.DefaultScope, "")
 		return err
 	})
-	if err != nil || reach != (quota.Reach{Listening: 1, Applied: 1}) {
+	if err != nil || reach != (ops.Reach{Listening: 1, Applied: 1}) {
 		t.Fatalf("Confirm of the resume: %+v, %v; want 1 of 1", reach, err)
 	}
 	if _, err := get(t, tr, up.URL+"/v1/items"); err != nil {

@@ -5,8 +5,25 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/quota"
 )
+
+// What the request path asks of a quota.Limiter that users never call
+// (see internal/quotapath): an upstream's pause, told to every process;
+// the pause that ends last among a scope and its buckets; a context's
+// priority.
+var (
+	pauseUpstream = quotapath.PauseUpstream.(func(l *quota.Limiter, ctx context.Context, scope, bucket string, d time.Duration, reason string) (quota.Paused, error))
+	pauseAmong    = quotapath.PauseAmong.(func(l *quota.Limiter, ctx context.Context, scope string, buckets ...string) (string, quota.Paused, error))
+)
+
+// priorityOf returns the priority ctx carries (quota.WithPriority),
+// Interactive when none.
+func priorityOf(ctx context.Context) quota.Priority {
+	p, _ := ctx.Value(quotapath.PriorityKey{}).(quota.Priority)
+	return p
+}
 
 // Pauses reach the requests that wait. A request waiting for its hold's
 // turn, or for a slot of a cap, was decided before the pause: left alone,
@@ -67,7 +84,7 @@ func (p *decision) pauseAfterWait(ctx context.Context, r *request, heard uint64)
 	for _, ch := range r.endpoint.Charges {
 		buckets = append(buckets, ch.Bucket)
 	}
-	bucket, pz, err := p.limiter.PauseAmong(ctx, r.scope, buckets...)
+	bucket, pz, err := pauseAmong(p.limiter, ctx, r.scope, buckets...)
 	if err != nil || pz.Until.IsZero() {
 		return nil // Redis decided this request; what it cannot say now, it could not stop
 	}
@@ -89,10 +106,10 @@ func sitOut(wctx context.Context, r *request, pw *pausedWait) error {
 // pauseReason cuts a reason to what a pause may carry, on a character's
 // boundary.
 func pauseReason(s string) string {
-	if len(s) <= quota.MaxReason {
+	if len(s) <= quotapath.MaxReason {
 		return s
 	}
-	cut := quota.MaxReason
+	cut := quotapath.MaxReason
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -70,7 +70,7 @@ func (v *verdicts) verdict(ctx context.Context, r *request, resp *http.Response)
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		for _, b := range buckets {
-			if _, err := r.by.lim.PauseUpstream(pctx, qe.Scope, b, said.Pause, qe.Reason); err != nil {
+			if _, err := pauseUpstream(r.by.lim, pctx, qe.Scope, b, said.Pause, qe.Reason); err != nil {
 				v.hooks.log(ctx, slog.LevelWarn, "tollgate: could not record the upstream's quota signal",
 					slog.String("scope", qe.Scope), slog.String("bucket", b), slog.Any("err", err))
 			}

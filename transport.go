@@ -208,7 +208,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, configErrorf("endpoint %q: %v", r.endpoint.Name, err)
 		}
 	}
-	r.background = r.policy.Priority == quota.Background || quota.PriorityOf(req.Context()) == quota.Background
+	r.background = r.policy.Priority == quota.Background || priorityOf(req.Context()) == quota.Background
 
 	ctx := req.Context()
 	if err := t.decide(ctx, r); err != nil {

@@ -87,7 +87,7 @@ func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Dura
 			return fmt.Errorf("tollgate: bucket %q is not one the cost table charges", bucket)
 		}
 	}
-	p, err := t.cfg.Limiter.PauseUpstream(ctx, scope, bucket, d, "")
+	p, err := pauseUpstream(t.cfg.Limiter, ctx, scope, bucket, d, "")
 	if err != nil {
 		return err
 	}

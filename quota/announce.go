@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/internal/quotapath"
 )
 
 // An Announcement is what an upstream said of one of its quotas in a
@@ -60,7 +62,7 @@ type Announced struct {
 // every process, until the announced reset and no later. It is a level:
 // processes that read the same announcement count it once, and an
 // announcement older than the newest recorded (a reset earlier by
-// ResetTolerance or more) changes nothing. When the upstream counts
+// quotapath.ResetTolerance or more) changes nothing. When the upstream counts
 // fewer, nothing is given back.
 //
 // The newest announcement is kept, so that every process can learn a
@@ -80,7 +82,7 @@ func (l *Limiter) Announce(ctx context.Context, scope, bucket string, a Announce
 		asOf = max(a.AsOf.UnixMicro(), 1)
 	}
 	args := []any{clockArg, a.Used, a.Reset.UnixMicro(), a.Limit, a.Window.Microseconds(), nil, asOf}
-	tol := ResetTolerance(a.Window)
+	tol := quotapath.ResetTolerance(a.Window)
 	for _, lim := range limits {
 		if err := lim.Validate(); err != nil {
 			return Announced{}, err
@@ -88,7 +90,7 @@ func (l *Limiter) Announce(ctx context.Context, scope, bucket string, a Announce
 		if lim.Calendar {
 			continue
 		}
-		tol = min(tol, ResetTolerance(lim.Window))
+		tol = min(tol, quotapath.ResetTolerance(lim.Window))
 		w := l.window(scope, bucket, lim)
 		keys = append(keys, w.meta, w.log)
 		args = append(args, l.span(w, lim, &now))
@@ -115,20 +117,6 @@ func (l *Limiter) Announce(ctx context.Context, scope, bucket string, a Announce
 // announced builds the state recorded from its fields, in µs.
 func announced(reset, limit, window int64) Announced {
 	return Announced{Reset: time.UnixMicro(reset), Limit: limit, Window: time.Duration(window) * time.Microsecond}
-}
-
-// ResetTolerance is how far apart two announced resets of a quota whose
-// window is window (0: not known) may be and still be one reset, read at
-// different instants: upstreams that announce a reset as a delay state it
-// in whole seconds, or rounded, so each response moves it a little. It is
-// a second, or half the window when that is shorter. Of the readings of
-// one reset, the first recorded is kept; an announcement whose reset is
-// earlier than the newest recorded by more is older, and changes nothing.
-func ResetTolerance(window time.Duration) time.Duration {
-	if window > 0 {
-		return min(time.Second, window/2)
-	}
-	return time.Second
 }
 
 // announcedKey is where a bucket's newest announcement is kept.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/internal/testclock"
 )
 
@@ -129,11 +130,11 @@ func testAnnounceTolerance(t *testing.T, b *backend) {
 	if _, changed := announce(90, reset.Add(-2*time.Second)); changed {
 		t.Error("an announcement two seconds older changed the count")
 	}
-	if got := ResetTolerance(0); got != time.Second {
-		t.Errorf("ResetTolerance(0) = %v, want 1s", got)
+	if got := quotapath.ResetTolerance(0); got != time.Second {
+		t.Errorf("quotapath.ResetTolerance(0) = %v, want 1s", got)
 	}
-	if got := ResetTolerance(time.Second); got != 500*time.Millisecond {
-		t.Errorf("ResetTolerance(1s) = %v, want 500ms", got)
+	if got := quotapath.ResetTolerance(time.Second); got != 500*time.Millisecond {
+		t.Errorf("quotapath.ResetTolerance(1s) = %v, want 500ms", got)
 	}
 }
 

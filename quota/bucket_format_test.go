@@ -127,7 +127,7 @@ func TestBucketOlderStatusSkipsIt(t *testing.T) {
 		{Scope: s, Bucket: "alone", Limits: []Limit{rpm}},
 		{Scope: s, Bucket: "announced", Limits: []Limit{rpm, hour}, Announced: "anthropic/requests"},
 	} {
-		d, ok, err := l.Description(ctx, s, want.Bucket)
+		d, ok, err := l.description(ctx, s, want.Bucket)
 		if err != nil || !ok {
 			t.Fatalf("Description(%s): ok=%v err=%v", want.Bucket, ok, err)
 		}
@@ -161,7 +161,7 @@ func TestBucketOlderStatusSkipsIt(t *testing.T) {
 		}
 	}
 	// And this version's Survey lists the buckets.
-	stored, err := l.Survey(ctx, s)
+	stored, err := l.survey(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}

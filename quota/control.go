@@ -10,16 +10,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/internal/quotapath"
+	"github.com/tollgate/tollgate/quota/internal/access"
 )
 
 // The kill switch. A pause stops decisions in Redis (see Pause); a process
 // spending from a lease, or remembering refusals, asks Redis nothing and
-// would not see it. So PauseBecause and Resume also tell every process
-// listening (see Listen) on a Redis channel, and a tool can wait until
-// each has acknowledged applying what it was told (Confirm).
-
-// MaxReason is the longest reason a pause may carry, in bytes.
-const MaxReason = 200
+// would not see it. So PauseBecause and ops.Operator.Resume also tell
+// every process listening (see Listen) on a Redis channel, and a tool can
+// wait until each has acknowledged applying what it was told
+// (ops.Operator.Confirm).
 
 // Paused is a pause as Redis holds it.
 type Paused struct {
@@ -29,8 +30,9 @@ type Paused struct {
 	// Reason is why, as the pause's writer said, e.g. "deploy rollback";
 	// empty when it said nothing.
 	Reason string
-	// Upstream reports a pause set for an upstream's answer (Pause,
-	// PauseUpstream), e.g. a 429; false for an operator's (PauseBecause).
+	// Upstream reports a pause set for an upstream's answer (Pause, or
+	// tollgate's Transport for a 429), e.g. a 429; false for an
+	// operator's (PauseBecause).
 	Upstream bool
 }
 
@@ -39,21 +41,21 @@ type Paused struct {
 // cmd/tollgate to show, and tells every process listening (see Listen). A
 // shorter pause never cuts a longer one short: the pause in force, with
 // its own reason, stays, and is returned. A reason is plain text of at
-// most MaxReason bytes, and never a secret.
+// most 200 bytes, and never a secret.
 func (l *Limiter) PauseBecause(ctx context.Context, scope, bucket string, d time.Duration, reason string) (Paused, error) {
 	return l.pauseFor(ctx, scope, bucket, d, reason, false)
 }
 
-// PauseUpstream pauses bucket in scope as PauseBecause does, for an
+// pauseUpstream pauses bucket in scope as PauseBecause does, for an
 // upstream's answer (a 429, YouTube's quotaExceeded): the pause's Upstream
 // is set, so that refusals during it say the upstream's pause, not an
 // operator's. The reason says what the upstream answered, e.g. "the
 // upstream answered 429 to search.list".
-func (l *Limiter) PauseUpstream(ctx context.Context, scope, bucket string, d time.Duration, reason string) (Paused, error) {
+func (l *Limiter) pauseUpstream(ctx context.Context, scope, bucket string, d time.Duration, reason string) (Paused, error) {
 	return l.pauseFor(ctx, scope, bucket, d, reason, true)
 }
 
-// pauseFor is PauseBecause and PauseUpstream.
+// pauseFor is PauseBecause and pauseUpstream.
 func (l *Limiter) pauseFor(ctx context.Context, scope, bucket string, d time.Duration, reason string, upstream bool) (Paused, error) {
 	if err := l.check(scope); err != nil {
 		return Paused{}, err
@@ -61,8 +63,8 @@ func (l *Limiter) pauseFor(ctx context.Context, scope, bucket string, d time.Dur
 	if d <= 0 {
 		return Paused{}, invalid("pause "+d.String(), "duration must be positive")
 	}
-	if len(reason) > MaxReason || !utf8.ValidString(reason) {
-		return Paused{}, invalid("pause reason", "must be valid UTF-8 of at most "+strconv.Itoa(MaxReason)+" bytes")
+	if len(reason) > quotapath.MaxReason || !utf8.ValidString(reason) {
+		return Paused{}, invalid("pause reason", "must be valid UTF-8 of at most "+strconv.Itoa(quotapath.MaxReason)+" bytes")
 	}
 	key := pauseKey(l.scopeKey(scope), bucket)
 	up := ""
@@ -86,11 +88,11 @@ func (l *Limiter) pauseFor(ctx context.Context, scope, bucket string, d time.Dur
 	return Paused{Until: time.UnixMicro(until), Reason: why, Upstream: byUp == 1}, nil
 }
 
-// Resume lifts the pause of bucket in scope, or for bucket "" the
-// scope's pause and the pause of every bucket in it, whoever set them (an
+// resume is ops.Operator.Resume: it lifts the pause of bucket in scope,
+// or for bucket "" the scope's pause and the pause of every bucket in it, whoever set them (an
 // upstream's 429 included), and tells every process listening. It returns
 // the number of pauses lifted.
-func (l *Limiter) Resume(ctx context.Context, scope, bucket string) (int, error) {
+func (l *Limiter) resume(ctx context.Context, scope, bucket string) (int, error) {
 	if err := l.check(scope); err != nil {
 		return 0, err
 	}
@@ -121,16 +123,16 @@ func (l *Limiter) Resume(ctx context.Context, scope, bucket string) (int, error)
 // PauseOf reads the pause of bucket in scope (of the whole scope for
 // bucket ""), writing nothing: its Until is zero when none is set.
 func (l *Limiter) PauseOf(ctx context.Context, scope, bucket string) (Paused, error) {
-	_, p, err := l.PauseAmong(ctx, scope, bucket)
+	_, p, err := l.pauseAmong(ctx, scope, bucket)
 	return p, err
 }
 
-// PauseAmong reads, in one round trip and writing nothing, the pauses of
+// pauseAmong reads, in one round trip and writing nothing, the pauses of
 // scope and of its buckets, and returns the one that ends last with its
 // bucket ("" for the scope's own): e.g. for a call about to be sent after
 // a wait, whether anything now stops it. Its Until is zero when none is
 // set.
-func (l *Limiter) PauseAmong(ctx context.Context, scope string, buckets ...string) (string, Paused, error) {
+func (l *Limiter) pauseAmong(ctx context.Context, scope string, buckets ...string) (string, Paused, error) {
 	if err := l.check(scope); err != nil {
 		return "", Paused{}, err
 	}
@@ -202,36 +204,26 @@ func (l *Limiter) control(ctx context.Context, op, scope, bucket string, keys []
 func (l *Limiter) controlChannel() string { return l.prefix + "control" }
 func (l *Limiter) appliedChannel() string { return l.prefix + "control:applied" }
 
-// A Reach says how far notices went: how many processes were listening
-// when they were told, and how many of those acknowledged applying them.
-type Reach struct {
-	// Listening is the processes listening when the notices were told,
-	// e.g. 8.
-	Listening int
-	// Applied is how many acknowledged every notice in time, e.g. 8.
-	Applied int
-}
-
-// Confirm runs act, which pauses or resumes through this limiter, and
-// waits until every process listening has acknowledged applying each
-// notice act told, or wait has passed, or ctx ends: for an operator's
+// confirm is ops.Operator.Confirm: it runs act, which pauses or resumes
+// through this limiter, and waits until every process listening has
+// acknowledged applying each notice act told, or wait has passed, or ctx ends: for an operator's
 // tool, so that when it returns, every process spending from a lease or
 // remembering a refusal (or, for tollgate's Transports, with requests
 // waiting) has seen what it did. The processes not listening hold none of
 // these, and see pauses in Redis at their next decision. Run one
-// Confirm at a time per limiter, and no other pause while it runs: it
+// confirm at a time per limiter, and no other pause while it runs: it
 // counts the notices this limiter tells.
-func (l *Limiter) Confirm(ctx context.Context, wait time.Duration, act func(ctx context.Context) error) (Reach, error) {
+func (l *Limiter) confirm(ctx context.Context, wait time.Duration, act func(ctx context.Context) error) (access.Reach, error) {
 	listening, err := l.listening(ctx)
 	if err != nil {
-		return Reach{}, err
+		return access.Reach{}, err
 	}
 	var acks <-chan *redis.Message
 	if listening > 0 {
 		ps := l.client.Subscribe(ctx, l.appliedChannel())
 		defer ps.Close()
 		if _, err := ps.Receive(ctx); err != nil {
-			return Reach{}, redisError(ctx, "confirm", err)
+			return access.Reach{}, redisError(ctx, "confirm", err)
 		}
 		acks = ps.Channel()
 	}
@@ -239,7 +231,7 @@ func (l *Limiter) Confirm(ctx context.Context, wait time.Duration, act func(ctx 
 	err = act(ctx)
 	told := ids()
 	if err != nil || listening == 0 || len(told) == 0 {
-		return Reach{Listening: listening}, err
+		return access.Reach{Listening: listening}, err
 	}
 	want := make(map[string]int, len(told))
 	for _, id := range told {
@@ -251,7 +243,7 @@ func (l *Limiter) Confirm(ctx context.Context, wait time.Duration, act func(ctx 
 		select {
 		case m, ok := <-acks:
 			if !ok {
-				return Reach{Listening: listening, Applied: fewest(want)}, nil
+				return access.Reach{Listening: listening, Applied: fewest(want)}, nil
 			}
 			if n, mine := want[m.Payload]; mine {
 				want[m.Payload] = n + 1
@@ -260,12 +252,12 @@ func (l *Limiter) Confirm(ctx context.Context, wait time.Duration, act func(ctx 
 				}
 			}
 		case <-timer.C:
-			return Reach{Listening: listening, Applied: fewest(want)}, nil
+			return access.Reach{Listening: listening, Applied: fewest(want)}, nil
 		case <-ctx.Done():
-			return Reach{Listening: listening, Applied: fewest(want)}, ctx.Err()
+			return access.Reach{Listening: listening, Applied: fewest(want)}, ctx.Err()
 		}
 	}
-	return Reach{Listening: listening, Applied: min(fewest(want), listening)}, nil
+	return access.Reach{Listening: listening, Applied: min(fewest(want), listening)}, nil
 }
 
 // fewest is the fewest acknowledgements any notice had.
@@ -309,7 +301,7 @@ func (l *Limiter) listening(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// toldIDs records the ids of the notices a limiter tells while Confirm
+// toldIDs records the ids of the notices a limiter tells while confirm
 // runs.
 type toldIDs struct {
 	mu  sync.Mutex

@@ -90,9 +90,9 @@ func (l *Limiter) Describe(ctx context.Context, ds ...Description) error {
 	return nil
 }
 
-// Description reads the description of bucket in scope, and false when
-// there is none.
-func (l *Limiter) Description(ctx context.Context, scope, bucket string) (Description, bool, error) {
+// description is ops.Operator.Description: it reads the description of
+// bucket in scope, and false when there is none.
+func (l *Limiter) description(ctx context.Context, scope, bucket string) (Description, bool, error) {
 	if err := l.check(scope); err != nil {
 		return Description{}, false, err
 	}

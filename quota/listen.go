@@ -10,7 +10,7 @@ import (
 )
 
 // A Notice is a pause or a resume told by a process (PauseBecause,
-// Resume), as a Listener receives it; or word that the listener
+// ops.Operator.Resume), as a Listener receives it; or word that the listener
 // subscribed again after a lost connection.
 type Notice struct {
 	// ID names the notice, e.g. "k3x9a.5f".
@@ -69,7 +69,7 @@ func (l *Limiter) Listen(ctx context.Context) (*Listener, error) {
 // the Listener is.
 func (ln *Listener) Notices() <-chan Notice { return ln.out }
 
-// Applied acknowledges a notice to the tool waiting for it (see Confirm).
+// Applied acknowledges a notice to the tool waiting for it (see ops.Operator.Confirm).
 func (ln *Listener) Applied(ctx context.Context, n Notice) error {
 	if n.Subscribed {
 		return nil

@@ -10,8 +10,10 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/testclock"
+	"github.com/tollgate/tollgate/quota/internal/access"
 )
 
 // What operators' tools read and do (describe.go, survey.go, control.go,
@@ -70,7 +72,7 @@ func testDescriptionRoundTrip(t *testing.T, b *backend) {
 	if err := l.Describe(ctx, want); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := l.Description(ctx, "project-a", "pool")
+	got, ok, err := l.description(ctx, "project-a", "pool")
 	if err != nil || !ok {
 		t.Fatalf("Description: %v, %v", ok, err)
 	}
@@ -79,7 +81,7 @@ func testDescriptionRoundTrip(t *testing.T, b *backend) {
 		got.Quotas[0] != 10000 || got.Transit != want.Transit {
 		t.Errorf("read back %+v, want %+v", got, want)
 	}
-	if _, ok, err := l.Description(ctx, "project-a", "other"); ok || err != nil {
+	if _, ok, err := l.description(ctx, "project-a", "other"); ok || err != nil {
 		t.Errorf("a bucket never described: %v, %v; want none", ok, err)
 	}
 	// It lasts as long as a calendar day's windows could.
@@ -89,7 +91,7 @@ func testDescriptionRoundTrip(t *testing.T, b *backend) {
 	}
 	// What cannot be read exactly is refused, never misread.
 	b.client.Set(ctx, l.descriptionKey("project-a", "old"), `{"v":2,"limits":[]}`, time.Minute)
-	if _, _, err := l.Description(ctx, "project-a", "old"); !errors.Is(err, ErrFormat) {
+	if _, _, err := l.description(ctx, "project-a", "old"); !errors.Is(err, ErrFormat) {
 		t.Errorf("a description of version 2: %v, want ErrFormat", err)
 	}
 	if err := l.Describe(ctx, Description{Scope: "s", Bucket: "b"}); !errors.Is(err, ErrInvalid) {
@@ -113,7 +115,7 @@ func testDescriptionRoundTrip(t *testing.T, b *backend) {
 func testSurvey(t *testing.T, b *backend) {
 	ctx := context.Background()
 	l := b.limiter(t, opPrefix(t))
-	if got, err := l.Survey(ctx, ""); err != nil || len(got) != 0 {
+	if got, err := l.survey(ctx, ""); err != nil || len(got) != 0 {
 		t.Fatalf("an empty prefix: %v, %v; want nothing", got, err)
 	}
 	w := PerWindow(100, time.Minute)
@@ -131,7 +133,7 @@ func testSurvey(t *testing.T, b *backend) {
 	if err := l.Pause(ctx, "project-b", "", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	got, err := l.Survey(ctx, "")
+	got, err := l.survey(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,12 +164,12 @@ func testSurvey(t *testing.T, b *backend) {
 	}
 	// One scope, by its name or by the hash the survey shows.
 	for _, name := range []string{"project-a", hashed, hostile} {
-		one, err := l.Survey(ctx, name)
+		one, err := l.survey(ctx, name)
 		if err != nil || len(one) != 1 {
 			t.Errorf("Survey(%q): %v, %v; want one scope", name, one, err)
 		}
 	}
-	if none, err := l.Survey(ctx, "project-z"); err != nil || len(none) != 0 {
+	if none, err := l.survey(ctx, "project-z"); err != nil || len(none) != 0 {
 		t.Errorf("Survey of a scope without keys: %v, %v", none, err)
 	}
 }
@@ -208,7 +210,7 @@ func testPauseWithReason(t *testing.T, b *backend) {
 	if got, err := l.PauseOf(ctx, "s", ""); err != nil || !got.Until.IsZero() {
 		t.Errorf("the scope is not paused: %+v, %v", got, err)
 	}
-	for _, bad := range []string{strings.Repeat("x", MaxReason+1), "\xff"} {
+	for _, bad := range []string{strings.Repeat("x", quotapath.MaxReason+1), "\xff"} {
 		if _, err := l.PauseBecause(ctx, "s", "", time.Minute, bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("reason %q: %v, want ErrInvalid", bad, err)
 		}
@@ -231,7 +233,7 @@ func testPauseSaysWhose(t *testing.T, b *backend) {
 	ctx := context.Background()
 	clock := testclock.New(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
 	l := b.limiter(t, opPrefix(t), WithClock(clock.Now))
-	p, err := l.PauseUpstream(ctx, "s", "", time.Minute, "the upstream answered 429 to e")
+	p, err := l.pauseUpstream(ctx, "s", "", time.Minute, "the upstream answered 429 to e")
 	if err != nil || !p.Upstream || p.Reason != "the upstream answered 429 to e" {
 		t.Fatalf("PauseUpstream: %+v, %v", p, err)
 	}
@@ -250,14 +252,14 @@ func testPauseSaysWhose(t *testing.T, b *backend) {
 	if err := l.Pause(ctx, "s", "pool", 2*time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	bucket, got, err := l.PauseAmong(ctx, "s", "", "pool", "search")
+	bucket, got, err := l.pauseAmong(ctx, "s", "", "pool", "search")
 	if err != nil || bucket != "pool" || !got.Upstream || !got.Until.Equal(clock.Now().Add(2*time.Hour)) {
 		t.Errorf("PauseAmong: %q %+v, %v; want pool's, the upstream's, for 2h", bucket, got, err)
 	}
-	if bucket, got, err := l.PauseAmong(ctx, "other", "", "pool"); err != nil || bucket != "" || !got.Until.IsZero() {
+	if bucket, got, err := l.pauseAmong(ctx, "other", "", "pool"); err != nil || bucket != "" || !got.Until.IsZero() {
 		t.Errorf("PauseAmong of a scope not paused: %q %+v, %v", bucket, got, err)
 	}
-	stored, err := l.Survey(ctx, "s")
+	stored, err := l.survey(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +270,7 @@ func testPauseSaysWhose(t *testing.T, b *backend) {
 			}
 		}
 	}
-	if _, err := l.Resume(ctx, "s", ""); err != nil {
+	if _, err := l.resume(ctx, "s", ""); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.client.Exists(ctx, pauseKey(l.scopeKey("s"), "")+"-up", pauseKey(l.scopeKey("s"), "pool")+"-up").Val(); n != 0 {
@@ -287,14 +289,14 @@ func testResume(t *testing.T, b *backend) {
 	if _, err := l.PauseBecause(ctx, "other", "pool", time.Hour, "elsewhere"); err != nil {
 		t.Fatal(err)
 	}
-	n, err := l.Resume(ctx, "s", "search")
+	n, err := l.resume(ctx, "s", "search")
 	if err != nil || n != 1 {
 		t.Fatalf("resume of one bucket: %d, %v; want 1 lifted", n, err)
 	}
 	if p, _ := l.PauseOf(ctx, "s", "pool"); p.Until.IsZero() {
 		t.Error("resuming search lifted pool's pause")
 	}
-	if n, err = l.Resume(ctx, "s", ""); err != nil || n != 2 {
+	if n, err = l.resume(ctx, "s", ""); err != nil || n != 2 {
 		t.Fatalf("resume of the scope: %d, %v; want 2 lifted", n, err)
 	}
 	for _, bucket := range []string{"", "pool"} {
@@ -312,7 +314,7 @@ func testResume(t *testing.T, b *backend) {
 	if !r.OK() {
 		t.Error("refused after the resume")
 	}
-	if n, err = l.Resume(ctx, "s", ""); err != nil || n != 0 {
+	if n, err = l.resume(ctx, "s", ""); err != nil || n != 0 {
 		t.Errorf("resuming what is not paused: %d, %v", n, err)
 	}
 }
@@ -322,11 +324,11 @@ func testNotices(t *testing.T, b *backend) {
 	defer cancel()
 	l := b.limiter(t, opPrefix(t))
 	// Nobody listens: nothing to wait for.
-	reach, err := l.Confirm(ctx, time.Second, func(ctx context.Context) error {
+	reach, err := l.confirm(ctx, time.Second, func(ctx context.Context) error {
 		_, err := l.PauseBecause(ctx, "s", "", time.Minute, "x")
 		return err
 	})
-	if err != nil || reach != (Reach{}) {
+	if err != nil || reach != (access.Reach{}) {
 		t.Errorf("Confirm with nobody listening: %+v, %v", reach, err)
 	}
 	// Two listeners, on limiters of their own, apply what they hear.
@@ -353,11 +355,11 @@ func testNotices(t *testing.T, b *backend) {
 			}
 		}()
 	}
-	reach, err = l.Confirm(ctx, 5*time.Second, func(ctx context.Context) error {
+	reach, err = l.confirm(ctx, 5*time.Second, func(ctx context.Context) error {
 		_, err := l.PauseBecause(ctx, "hot scope", "pool", 30*time.Second, "incident")
 		return err
 	})
-	if err != nil || reach != (Reach{Listening: 2, Applied: 2}) {
+	if err != nil || reach != (access.Reach{Listening: 2, Applied: 2}) {
 		t.Fatalf("Confirm of a pause: %+v, %v; want 2 of 2", reach, err)
 	}
 	for range 2 {
@@ -367,8 +369,8 @@ func testNotices(t *testing.T, b *backend) {
 			t.Errorf("notice %+v", n)
 		}
 	}
-	reach, err = l.Confirm(ctx, 5*time.Second, func(ctx context.Context) error {
-		_, err := l.Resume(ctx, "hot scope", "")
+	reach, err = l.confirm(ctx, 5*time.Second, func(ctx context.Context) error {
+		_, err := l.resume(ctx, "hot scope", "")
 		return err
 	})
 	if err != nil || reach.Applied != 2 {
@@ -387,11 +389,11 @@ func testNotices(t *testing.T, b *backend) {
 		t.Fatal(err)
 	}
 	defer mute.Close()
-	reach, err = l.Confirm(ctx, 200*time.Millisecond, func(ctx context.Context) error {
+	reach, err = l.confirm(ctx, 200*time.Millisecond, func(ctx context.Context) error {
 		_, err := l.PauseBecause(ctx, "s", "", time.Minute, "")
 		return err
 	})
-	if err != nil || reach != (Reach{Listening: 3, Applied: 2}) {
+	if err != nil || reach != (access.Reach{Listening: 3, Applied: 2}) {
 		t.Errorf("Confirm with a mute listener: %+v, %v; want 2 of 3", reach, err)
 	}
 	// Close ends the notices.
@@ -404,7 +406,7 @@ func testActivity(t *testing.T, b *backend) {
 	ctx := context.Background()
 	l := b.limiter(t, opPrefix(t))
 	w := PerWindow(1000, time.Minute)
-	if a, err := l.Activity(ctx, "s", "pool", w); err != nil || a.Leases != 0 || a.InFlight != 0 {
+	if a, err := l.activity(ctx, "s", "pool", w); err != nil || a.Leases != 0 || a.InFlight != 0 {
 		t.Fatalf("nothing under way: %+v, %v", a, err)
 	}
 	var leases []*Lease
@@ -420,7 +422,7 @@ func testActivity(t *testing.T, b *backend) {
 		t.Fatal(err)
 	}
 	defer slot.Release(ctx)
-	a, err := l.Activity(ctx, "s", "pool", w)
+	a, err := l.activity(ctx, "s", "pool", w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +430,7 @@ func testActivity(t *testing.T, b *backend) {
 		t.Errorf("two leases and a slot: %+v", a)
 	}
 	leases[0].End(ctx)
-	if a, _ = l.Activity(ctx, "s", "pool", w); a.Leases != 1 || a.Leased != 100 {
+	if a, _ = l.activity(ctx, "s", "pool", w); a.Leases != 1 || a.Leased != 100 {
 		t.Errorf("after one lease ended: %+v", a)
 	}
 }

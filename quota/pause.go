@@ -12,7 +12,8 @@ import (
 // it when the upstream says its quota is spent (an HTTP 429 with
 // Retry-After, YouTube's quotaExceeded). A shorter pause never cuts a
 // longer one short. The pause reads as an upstream's (Paused.Upstream),
-// with no reason, and no process is told of it: PauseUpstream tells them.
+// with no reason, and no process is told of it: tollgate's Transport tells
+// them of an upstream's pause.
 func (l *Limiter) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
 	if err := l.check(scope); err != nil {
 		return err

@@ -48,7 +48,7 @@ func testPauseReachesTheMetas(t *testing.T, b *backend) {
 	}
 	fast("a paused by Pause", a, false)
 	fast("another bucket while a is paused", other, true)
-	if n, err := l.Resume(ctx, s, "a"); err != nil || n != 1 {
+	if n, err := l.resume(ctx, s, "a"); err != nil || n != 1 {
 		t.Fatalf("Resume = %d, %v", n, err)
 	}
 	fast("a resumed: the general path clears the pause", a, false)

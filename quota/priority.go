@@ -1,6 +1,10 @@
 package quota
 
-import "context"
+import (
+	"context"
+
+	"github.com/tollgate/tollgate/internal/quotapath"
+)
 
 // A Priority orders the callers that wait: every Interactive caller still
 // waiting is served before any Background one, even one that came first;
@@ -26,15 +30,13 @@ func (p Priority) String() string {
 	return "interactive"
 }
 
-type priorityKey struct{}
-
 // WithPriority returns ctx carrying p, for the calls made with it.
 func WithPriority(ctx context.Context, p Priority) context.Context {
-	return context.WithValue(ctx, priorityKey{}, p)
+	return context.WithValue(ctx, quotapath.PriorityKey{}, p)
 }
 
-// PriorityOf returns the priority ctx carries, Interactive when none.
-func PriorityOf(ctx context.Context) Priority {
-	p, _ := ctx.Value(priorityKey{}).(Priority)
+// priorityOf returns the priority ctx carries, Interactive when none.
+func priorityOf(ctx context.Context) Priority {
+	p, _ := ctx.Value(quotapath.PriorityKey{}).(Priority)
 	return p
 }

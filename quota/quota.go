@@ -42,6 +42,11 @@
 // spent. A context marked [WithPriority] Background yields to interactive
 // calls.
 //
+// What only operators' tools call (a survey of what Redis holds, what is
+// under way in a bucket, its description, lifting pauses, and waiting
+// until every process listening has applied them) is package quota/ops's,
+// on the same Limiter.
+//
 // # Redis format
 //
 // What a Limiter keeps in Redis has a format number, 2 for this version:
@@ -97,7 +102,7 @@ type Limiter struct {
 	calendar calendarArgs
 	keeper   keeper   // renews the slots held
 	watchers watchers // wakes the callers waiting for a slot
-	told     toldIDs  // the notices told while Confirm waits for them
+	told     toldIDs  // the notices told while ops' Confirm waits for them
 	replicas replicas // how many must have each write (WithReplicas)
 }
 
@@ -291,7 +296,7 @@ func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
 // immediate decision. A background call (see WithPriority) is decided in
 // its scope's background room instead.
 func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
-	if PriorityOf(ctx) == Background {
+	if priorityOf(ctx) == Background {
 		return l.background(ctx, scope, maxWait, charges)
 	}
 	keys, args, seq, err := l.decision(scope, maxWait, charges, false)

@@ -219,9 +219,8 @@ type Constraint struct {
 	Bucket string
 	// Limit is the limit that had no room sooner; zero for a pause.
 	Limit Limit
-	// Paused reports a pause (see Limiter.Pause, PauseUpstream and
-	// PauseBecause), an upstream's or an operator's: PauseOf says whose,
-	// and why.
+	// Paused reports a pause (see Limiter.Pause and PauseBecause), an
+	// upstream's or an operator's: PauseOf says whose, and why.
 	Paused bool
 }
 

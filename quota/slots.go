@@ -64,7 +64,7 @@ func (l *Limiter) TakeSlot(ctx context.Context, scope, bucket string, n int, max
 		return nil, invalid("slots "+strconv.Itoa(n), "a cap must allow at least one call in flight")
 	}
 	s := &Slot{lim: l, key: slotKey{scope, bucket}, n: n, id: l.entryID(l.seq.Add(1))}
-	class := PriorityOf(ctx)
+	class := priorityOf(ctx)
 	granted, err := s.take(ctx, class, false)
 	if err != nil || granted {
 		return s.held(granted, err)

@@ -8,56 +8,31 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/quota/internal/access"
 )
 
-// A StoredScope is what Redis holds of one scope under a limiter's
-// prefix, as Survey finds it.
-type StoredScope struct {
-	// Scope is the scope's name: as its keys spell it, or, for a name the
-	// keys hold a hash of, as a description of one of its buckets tells
-	// it; "#" and the hash when none does (Hashed).
-	Scope string
-	// Hashed reports that the name is not known, only its hash.
-	Hashed bool
-	// Paused reports that a pause of the whole scope is set.
-	Paused bool
-	// Buckets are the scope's buckets found, ordered by name.
-	Buckets []StoredBucket
-}
+// storedScope and storedBucket are ops.StoredScope and ops.StoredBucket,
+// as package access carries them to package ops.
+type (
+	storedScope  = access.StoredScope[Description]
+	storedBucket = access.StoredBucket[Description]
+)
 
-// A StoredBucket is what Redis holds of one bucket of a scope.
-type StoredBucket struct {
-	// Bucket is the bucket's name, found as for StoredScope.Scope.
-	Bucket string
-	// Description is what a process said of the bucket (see Describe);
-	// nil when none did.
-	Description *Description
-	// Windows are the windows whose keys were found, as keys name them:
-	// e.g. "w1m0.05s" (sliding), "day@America/Los_Angeles", "f1h0m0s"
-	// (fixed), "n.announced" (named), "r1m0s" (a token bucket).
-	Windows []string
-	// Paused reports that a pause of the bucket is set.
-	Paused bool
-	// Announced reports that an upstream's announcement is recorded.
-	Announced bool
-	// Slots reports keys of a cap on calls in flight.
-	Slots bool
-}
-
-// Survey lists every scope and bucket that has keys under the limiter's
-// prefix, with SCAN on every node (never KEYS), and reads their
+// survey is ops.Operator.Survey: it lists every scope and bucket that has
+// keys under the limiter's prefix, with SCAN on every node (never KEYS), and reads their
 // descriptions; for a non-empty scope, that scope alone (matched by its
 // name, or by the "#" hash a StoredScope shows), scanning its node only.
 // It returns nothing, and no error, when there are no such keys. A
 // bucket's gate while its limit is learned is not listed.
-func (l *Limiter) Survey(ctx context.Context, scope string) ([]StoredScope, error) {
+func (l *Limiter) survey(ctx context.Context, scope string) ([]storedScope, error) {
 	match := globEscape(l.prefix) + "{*}:*"
 	var keys []string
 	var err error
 	if scope != "" {
 		part := keyPart(scope)
 		if strings.HasPrefix(scope, "#") {
-			part = scope // a hash, as Survey shows it
+			part = scope // a hash, as survey shows it
 		}
 		keys, err = l.scanSlot(ctx, l.prefix+"{"+part+"}:", globEscape(l.prefix+"{"+part+"}:")+"*")
 	} else {
@@ -67,11 +42,11 @@ func (l *Limiter) Survey(ctx context.Context, scope string) ([]StoredScope, erro
 		return nil, redisError(ctx, "survey", err)
 	}
 	type bucketKeys struct {
-		b     StoredBucket
+		b     storedBucket
 		about string
 	}
 	type scopeKeys struct {
-		s       StoredScope
+		s       storedScope
 		buckets map[string]*bucketKeys
 	}
 	scopes := map[string]*scopeKeys{}
@@ -82,7 +57,7 @@ func (l *Limiter) Survey(ctx context.Context, scope string) ([]StoredScope, erro
 		}
 		sc := scopes[part]
 		if sc == nil {
-			sc = &scopeKeys{s: StoredScope{Scope: part, Hashed: strings.HasPrefix(part, "#")}, buckets: map[string]*bucketKeys{}}
+			sc = &scopeKeys{s: storedScope{Scope: part, Hashed: strings.HasPrefix(part, "#")}, buckets: map[string]*bucketKeys{}}
 			scopes[part] = sc
 		}
 		switch rest {
@@ -98,7 +73,7 @@ func (l *Limiter) Survey(ctx context.Context, scope string) ([]StoredScope, erro
 		}
 		bk := sc.buckets[bucket]
 		if bk == nil {
-			bk = &bucketKeys{b: StoredBucket{Bucket: bucket}}
+			bk = &bucketKeys{b: storedBucket{Bucket: bucket}}
 			sc.buckets[bucket] = bk
 		}
 		switch {
@@ -153,7 +128,7 @@ func (l *Limiter) Survey(ctx context.Context, scope string) ([]StoredScope, erro
 			bk.b.Description = &d
 		}
 	}
-	out := make([]StoredScope, 0, len(scopes))
+	out := make([]storedScope, 0, len(scopes))
 	for _, sc := range scopes {
 		for part, bk := range sc.buckets {
 			if strings.HasPrefix(part, "learn.") && bk.b.Slots && len(bk.b.Windows) == 0 && bk.about == "" && !bk.b.Paused {
@@ -167,13 +142,13 @@ func (l *Limiter) Survey(ctx context.Context, scope string) ([]StoredScope, erro
 			}
 			sc.s.Buckets = append(sc.s.Buckets, bk.b)
 		}
-		slices.SortFunc(sc.s.Buckets, func(a, b StoredBucket) int { return strings.Compare(a.Bucket, b.Bucket) })
+		slices.SortFunc(sc.s.Buckets, func(a, b storedBucket) int { return strings.Compare(a.Bucket, b.Bucket) })
 		for i := range sc.s.Buckets {
 			slices.Sort(sc.s.Buckets[i].Windows)
 		}
 		out = append(out, sc.s)
 	}
-	slices.SortFunc(out, func(a, b StoredScope) int { return strings.Compare(a.Scope, b.Scope) })
+	slices.SortFunc(out, func(a, b storedScope) int { return strings.Compare(a.Scope, b.Scope) })
 	return out, nil
 }
 

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // pause is the kill switch: it pauses a scope, or one bucket of it, in
@@ -30,8 +32,8 @@ func (c *cli) pause(ctx context.Context, args []string) error {
 		return usagef("pause: -for must be a positive duration, e.g. 30m")
 	case strings.TrimSpace(*reason) == "":
 		return usagef("pause: -reason is required: say why, for the others who see it in status")
-	case len(*reason) > quota.MaxReason:
-		return usagef("pause: -reason is %d bytes; at most %d", len(*reason), quota.MaxReason)
+	case len(*reason) > quotapath.MaxReason:
+		return usagef("pause: -reason is %d bytes; at most %d", len(*reason), quotapath.MaxReason)
 	case *wait <= 0:
 		return usagef("pause: -wait must be positive")
 	}
@@ -44,7 +46,7 @@ func (c *cli) pause(ctx context.Context, args []string) error {
 		return err
 	}
 	var p quota.Paused
-	reach, err := lim.Confirm(ctx, *wait, func(ctx context.Context) error {
+	reach, err := ops.New(lim).Confirm(ctx, *wait, func(ctx context.Context) error {
 		var err error
 		p, err = lim.PauseBecause(ctx, *scope, *bucket, *d, *reason)
 		return err
@@ -94,9 +96,9 @@ func (c *cli) resume(ctx context.Context, args []string) error {
 		return err
 	}
 	var lifted int
-	reach, err := lim.Confirm(ctx, *wait, func(ctx context.Context) error {
+	reach, err := ops.New(lim).Confirm(ctx, *wait, func(ctx context.Context) error {
 		var err error
-		lifted, err = lim.Resume(ctx, *scope, *bucket)
+		lifted, err = ops.New(lim).Resume(ctx, *scope, *bucket)
 		return err
 	})
 	if err != nil {
@@ -134,7 +136,7 @@ func (c *cli) spend(ctx context.Context, args []string) error {
 	if err := known(ctx, lim, conn, *scope, *bucket); err != nil {
 		return err
 	}
-	d, ok, err := lim.Description(ctx, *scope, *bucket)
+	d, ok, err := ops.New(lim).Description(ctx, *scope, *bucket)
 	if err != nil {
 		return err
 	}
@@ -162,7 +164,7 @@ func (c *cli) spend(ctx context.Context, args []string) error {
 // known checks that Redis holds the scope, and the bucket when one is
 // named, under the prefix: a typo must not pause or count nothing.
 func known(ctx context.Context, lim *quota.Limiter, conn *connection, scope, bucket string) error {
-	found, err := lim.Survey(ctx, scope)
+	found, err := ops.New(lim).Survey(ctx, scope)
 	if err != nil {
 		return err
 	}
@@ -188,7 +190,7 @@ func known(ctx context.Context, lim *quota.Limiter, conn *connection, scope, buc
 
 // reached says how far a pause or resume went; fewer acknowledgements
 // than processes listening is a failure the operator must hear of.
-func (c *cli) reached(r quota.Reach, wait time.Duration, what string) error {
+func (c *cli) reached(r ops.Reach, wait time.Duration, what string) error {
 	switch {
 	case r.Listening == 0:
 		fmt.Fprintf(c.stdout, "no process was listening (none holds a lease, remembers a refusal or has requests waiting): each reads the %s in Redis at its next decision\n", what)

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // A report is what status shows: every scope, bucket and window found
@@ -80,7 +81,7 @@ type windowReport struct {
 
 // gather reads the report: one scope, or every scope when scope is "".
 func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClient, prefix, scope string, clock func() time.Time) (*report, error) {
-	stored, err := lim.Survey(ctx, scope)
+	stored, err := ops.New(lim).Survey(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClien
 	return r, nil
 }
 
-func gatherScope(ctx context.Context, lim *quota.Limiter, s quota.StoredScope, now time.Time) (scopeReport, error) {
+func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now time.Time) (scopeReport, error) {
 	sr := scopeReport{Scope: s.Scope, Hashed: s.Hashed, Buckets: []bucketReport{}}
 	if s.Hashed {
 		// Its keys cannot be named from a hash: list what was found.
@@ -173,7 +174,7 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s quota.StoredScope, n
 				break
 			}
 		}
-		a, err := lim.Activity(ctx, s.Scope, b.Bucket, probe)
+		a, err := ops.New(lim).Activity(ctx, s.Scope, b.Bucket, probe)
 		if err != nil {
 			return sr, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // The command's tests run it against a redis-server shared with running
@@ -144,7 +145,7 @@ func described(t *testing.T, lim *quota.Limiter, bucket string, scopes ...string
 	ctx := context.Background()
 	for _, s := range scopes {
 		for i := 0; ; i++ {
-			_, ok, err := lim.Description(ctx, s, bucket)
+			_, ok, err := ops.New(lim).Description(ctx, s, bucket)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // status shows the quotas found in Redis, once or (-watch) until
@@ -65,7 +66,7 @@ func nothingFound(ctx context.Context, lim *quota.Limiter, conn *connection, sco
 		return fmt.Errorf("no tollgate keys under prefix %q at %s (is -prefix the programs' prefix, and have they decided anything within the hour?)",
 			conn.prefix, redact(conn.spec))
 	}
-	all, err := lim.Survey(ctx, "")
+	all, err := ops.New(lim).Survey(ctx, "")
 	if err != nil {
 		return err
 	}
