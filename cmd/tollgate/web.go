@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/cmd/tollgate/internal/web"
+	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // defaultListen is where `tollgate web` listens unless -listen says:
@@ -116,13 +118,13 @@ type webControl struct {
 
 // Pause pauses as `tollgate pause` does.
 func (w *webControl) Pause(ctx context.Context, scope, bucket string, d time.Duration, reason string) error {
-	if len(reason) > quota.MaxReason {
-		return fmt.Errorf("the reason is %d bytes; at most %d", len(reason), quota.MaxReason)
+	if len(reason) > quotapath.MaxReason {
+		return fmt.Errorf("the reason is %d bytes; at most %d", len(reason), quotapath.MaxReason)
 	}
 	if err := known(ctx, w.lim, w.conn, scope, bucket); err != nil {
 		return err
 	}
-	reach, err := w.lim.Confirm(ctx, w.wait, func(ctx context.Context) error {
+	reach, err := ops.New(w.lim).Confirm(ctx, w.wait, func(ctx context.Context) error {
 		_, err := w.lim.PauseBecause(ctx, scope, bucket, d, reason)
 		return err
 	})
@@ -137,8 +139,8 @@ func (w *webControl) Resume(ctx context.Context, scope, bucket string) error {
 	if err := known(ctx, w.lim, w.conn, scope, bucket); err != nil {
 		return err
 	}
-	reach, err := w.lim.Confirm(ctx, w.wait, func(ctx context.Context) error {
-		_, err := w.lim.Resume(ctx, scope, bucket)
+	reach, err := ops.New(w.lim).Confirm(ctx, w.wait, func(ctx context.Context) error {
+		_, err := ops.New(w.lim).Resume(ctx, scope, bucket)
 		return err
 	})
 	if err != nil {
@@ -149,7 +151,7 @@ func (w *webControl) Resume(ctx context.Context, scope, bucket string) error {
 
 // unreached is the failure of a pause or resume that some process
 // listening did not apply in time.
-func unreached(r quota.Reach, wait time.Duration, what string) error {
+func unreached(r ops.Reach, wait time.Duration, what string) error {
 	if r.Applied < r.Listening {
 		return fmt.Errorf("the %s is set in Redis, but only %d of %d processes listening applied it within %v", what, r.Applied, r.Listening, wait)
 	}
