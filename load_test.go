@@ -402,9 +402,14 @@ func runLoad(t *testing.T, rdbAddrs []string, cluster bool, policy string, lease
 		mean := float64(total) / float64(len(admitted))
 		least := slices.Min(admitted)
 		t.Logf("%s: %d-unit workers: %d calls, %.1f each on average, the least served %d", policy, cost, total, mean, least)
-		// First come, first served: a waiting worker gets its turns (the
-		// first window's burst and the run's end leave some variance).
-		if policy == "wait" && float64(least) < mean/3 {
+		// First come, first served: a waiting worker gets its turns. The
+		// counts are small (a 1-unit worker is served about 6 times in
+		// the run), and the first window's burst, the run's end and a
+		// worker process descheduled for a moment on a loaded machine
+		// each move a count by one or two: a worker served under a
+		// quarter of the mean starved, one served a third did not
+		// necessarily.
+		if policy == "wait" && float64(least) < mean/4 {
 			t.Errorf("a %d-unit worker was served %d times against a mean of %.1f: it starved", cost, least, mean)
 		}
 		if least == 0 && (policy == "wait" || cost == 1) {
