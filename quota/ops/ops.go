@@ -3,7 +3,9 @@
 // what is under way in a bucket ([Operator.Activity]) and how a bucket is
 // limited ([Operator.Description]), lift pauses ([Operator.Resume]), and
 // wait until every process listening has applied a pause or a resume
-// ([Operator.Confirm]). cmd/tollgate is built on it. A program that only
+// ([Operator.Confirm]), and keep and read the record of operators'
+// actions ([Operator.Record], [Operator.Actions]). cmd/tollgate is built
+// on it. A program that only
 // spends quota never needs it: decisions, pauses and descriptions are
 // package quota's.
 //
