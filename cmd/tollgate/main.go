@@ -88,9 +88,9 @@ func usagef(format string, args ...any) error {
 
 const usage = `usage:
   tollgate status [-scope S] [-watch [-every D]] [-json]
-  tollgate pause  -scope S [-bucket B] -for D -reason TEXT
-  tollgate resume -scope S [-bucket B]
-  tollgate spend  -scope S -bucket B -units N
+  tollgate pause  -scope S [-bucket B] -for D -reason TEXT [-by NAME]
+  tollgate resume -scope S [-bucket B] [-reason TEXT] [-by NAME]
+  tollgate spend  -scope S -bucket B -units N [-reason TEXT] [-by NAME]
   tollgate serve  -config FILE
   tollgate web    [-listen ADDR] [-scope S] [-every D]
 status, pause, resume, spend and web take -redis URL (or TOLLGATE_REDIS) and -prefix P; "tollgate CMD -h" lists its flags`

@@ -44,6 +44,7 @@ func writeText(out io.Writer, r *report) error {
 			writeBucket(&b, bk, r.At)
 		}
 	}
+	writeActions(&b, r)
 	_, err := io.WriteString(out, b.String())
 	return err
 }

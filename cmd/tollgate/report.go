@@ -17,6 +17,9 @@ type report struct {
 	At     time.Time     `json:"at"`
 	Prefix string        `json:"prefix"`
 	Scopes []scopeReport `json:"scopes"`
+	// Actions are the newest operators' actions, newest first (see
+	// actions.go); left out when there are none.
+	Actions []actionReport `json:"actions,omitempty"`
 }
 
 type scopeReport struct {
@@ -96,6 +99,9 @@ func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClien
 			return nil, fmt.Errorf("scope %s: %w", s.Scope, err)
 		}
 		r.Scopes = append(r.Scopes, sr)
+	}
+	if r.Actions, err = gatherActions(ctx, lim, scope); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

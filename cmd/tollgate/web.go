@@ -65,7 +65,7 @@ func (c *cli) web(ctx context.Context, args []string) error {
 		},
 		Control:  &webControl{lim: lim, conn: conn, wait: *wait},
 		Token:    token,
-		Record:   c.recordAction,
+		Record:   c.recorder(lim, client),
 		Log:      log,
 		Refresh:  *every,
 		Loopback: loopback,
@@ -101,11 +101,6 @@ func (c *cli) web(ctx context.Context, args []string) error {
 	fmt.Fprintln(c.stderr, "tollgate web: stopped")
 	return nil
 }
-
-// recordAction is the page's Recorder: the seam of issue 29's record of
-// operators' actions. The server logs each action itself; until the
-// record is kept in Redis there is nothing more to do here.
-func (c *cli) recordAction(ctx context.Context, a web.Action) error { return nil }
 
 // webControl pauses and resumes for the page as the pause and resume
 // commands do: the scope and bucket must exist, and the change is
@@ -160,7 +155,7 @@ func unreached(r ops.Reach, wait time.Duration, what string) error {
 
 // page is the report as the page shows it.
 func page(r *report) *web.Page {
-	p := &web.Page{At: r.At, Prefix: r.Prefix}
+	p := &web.Page{At: r.At, Prefix: r.Prefix, Actions: webActions(r)}
 	for _, s := range r.Scopes {
 		ws := web.Scope{Name: s.Scope, Hashed: s.Hashed, Pause: webPause(s.Pause), BackgroundWaiting: s.BackgroundWaiting}
 		for _, b := range s.Buckets {

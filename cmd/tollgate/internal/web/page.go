@@ -24,8 +24,8 @@ type Page struct {
 	Prefix string
 	// Scopes are the scopes found, in the order shown.
 	Scopes []Scope
-	// Actions is the record of operators' actions, newest first (seam:
-	// issue 29's record; nil until a reader fills it).
+	// Actions is the record of operators' actions, newest first (the
+	// command reads them from Redis with quota/ops).
 	Actions []Action
 }
 
@@ -168,15 +168,17 @@ type Action struct {
 	By string
 	// Via is where from, e.g. "web 127.0.0.1:53412" or "cli".
 	Via string
-	// What is "pause" or "resume".
+	// What is "pause" or "resume" (from the page), or "spend".
 	What string
 	// Scope and Bucket are what it was done to; Bucket "" is the whole
 	// scope.
 	Scope  string
 	Bucket string
-	// For is a pause's length; Why its reason.
-	For time.Duration
-	Why string
+	// For is a pause's length; Units the units a spend recorded; Why the
+	// reason given.
+	For   time.Duration
+	Units int64
+	Why   string
 }
 
 // Recorder receives each action done from the page, after it is done,
