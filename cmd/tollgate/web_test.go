@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // The operators' page, served by the command itself against a real
@@ -171,6 +172,7 @@ func TestWebWrites(t *testing.T) {
 		{"unknown bucket", writable, "POST", "/pause", form(func(v url.Values) { v.Set("bucket", "nope") }), nil, http.StatusBadGateway, false},
 		{"right", writable, "POST", "/pause", form(nil), map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusSeeOther, true},
 		{"resume, wrong token", writable, "POST", "/resume", form(func(v url.Values) { v.Set("token", "nope") }), nil, http.StatusForbidden, true},
+		{"resume, a reason not plain text", writable, "POST", "/resume", form(func(v url.Values) { v.Set("reason", "a\x1bb") }), nil, http.StatusBadRequest, true},
 		{"resume, right", writable, "POST", "/resume", form(nil), nil, http.StatusSeeOther, false},
 	} {
 		var body io.Reader
@@ -222,6 +224,29 @@ func TestWebWrites(t *testing.T) {
 	}
 	if strings.Contains(out, token) {
 		t.Errorf("the log shows the operator token:\n%s", out)
+	}
+
+	// The record of operators' actions has the pause and the resume, by
+	// who the form said, from where, and never the token.
+	acts, err := ops.New(lim).Actions(context.Background(), 0)
+	if err != nil || len(acts) != 2 {
+		t.Fatalf("the record of operators' actions: %+v, %v; want the pause and the resume", acts, err)
+	}
+	res, pau := acts[0], acts[1]
+	if pau.What != "pause" || pau.By != "alice" || !strings.HasPrefix(pau.Via, "web 127.0.0.1:") || pau.Scope != "project-a" ||
+		pau.Bucket != "pool" || pau.For != 10*time.Minute || pau.Why != "runaway job" || pau.At.IsZero() {
+		t.Errorf("the pause recorded: %+v", pau)
+	}
+	if res.What != "resume" || res.By != "alice" || res.Scope != "project-a" || res.Bucket != "pool" || res.At.Before(pau.At) {
+		t.Errorf("the resume recorded: %+v", res)
+	}
+	raw, err := e.server.Client(t).LRange(context.Background(), quota.DefaultPrefix+"actions", 0, -1).Result()
+	if err != nil || strings.Contains(strings.Join(raw, "\n"), token) {
+		t.Errorf("the record in Redis shows the operator token (or could not be read: %v)", err)
+	}
+	// The page shows them.
+	if _, page := fetch(t, writable+"/"); !strings.Contains(page, `<section class="record">`) || !strings.Contains(page, "pause bucket pool of project-a for 10m0s") {
+		t.Errorf("the page does not show the record of operators' actions:\n%s", page)
 	}
 }
 
