@@ -61,7 +61,14 @@ func (c *cli) web(ctx context.Context, args []string) error {
 			if err != nil {
 				return nil, err
 			}
-			return page(r), nil
+			p := page(r)
+			now := time.Now()
+			reports, err := readSpend(ctx, client, conn.prefix, *scope, now)
+			if err != nil {
+				return nil, err
+			}
+			whoSpends(p, reports, now)
+			return p, nil
 		},
 		Control:  &webControl{lim: lim, conn: conn, wait: *wait},
 		Token:    token,

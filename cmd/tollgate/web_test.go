@@ -356,9 +356,11 @@ func TestWebInBrowser(t *testing.T) {
 	e.spend(t, e.process(t, lim, nil), "project-b", "/v1/items", 350)
 	described(t, lim, "pool", "project-a", "project-b")
 	described(t, lim, "search", "project-a")
-	if code, out, errs := cmd(t, nil, "pause", "-scope", "project-b", "-for", "2h", "-reason", "over budget", "-redis", e.url); code != 0 {
+	if code, out, errs := cmd(t, nil, "pause", "-scope", "project-b", "-for", "2h", "-reason", "over budget", "-by", "ops-alice", "-redis", e.url); code != 0 {
 		t.Fatalf("pause: exit %d: %s%s", code, out, errs)
 	}
+	e.spender(t, "ingest-7@host1", "", map[string]int64{"search.list": 200, "items.list": 30}, time.Now().Add(-42*time.Second))
+	e.spender(t, "cron@host2", "php-cron", map[string]int64{"items.list": 3})
 	base, _ := startWeb(t, e, "tok")
 
 	dom := string(chromium(t, bin, "--dump-dom", base+"/"))
@@ -369,6 +371,8 @@ func TestWebInBrowser(t *testing.T) {
 		`data-scope="project-a"`, `data-scope="project-b"`, `data-bucket="pool"`, `data-bucket="search"`,
 		`330 / 9500`, `3 / 100`, `350 / 399`, // project-a: 30 lists, 3 searches of 100
 		`in flight 1 / 4`, `over budget`, `PAUSED until`, `<svg class="chart"`,
+		`<td>ingest-7@host1</td><td>230</td><td>search.list</td>`, `requests waiting for room, the oldest for 4`, // who spends
+		`<td>ops-alice <small>cli</small></td><td>pause scope project-b for 2h0m0s</td>`, // the record of operators' actions
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered DOM lacks %q", want)

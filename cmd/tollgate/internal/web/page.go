@@ -75,12 +75,14 @@ type Bucket struct {
 	InFlight    int
 	InFlightCap int
 	SlotWaiting int
-	// Waiting is the requests waiting for room and the oldest wait (seam:
-	// issue 29's who-spends report; nil until a reader fills it).
+	// Waiting is the requests waiting for room and the oldest wait, as
+	// the processes report them (internal/spend); nil when none reports
+	// on the bucket.
 	Waiting *Waiting
-	// Spenders are the top spenders, most first (seam: issue 29's
-	// who-spends report; nil until a reader fills it).
+	// Spenders are the top spenders, most first, from the same reports.
 	Spenders []Spender
+	// SpendSpan is how far back the Spenders' units go, e.g. 1m0s.
+	SpendSpan time.Duration
 }
 
 // Window is one limit of a Bucket.
@@ -146,7 +148,8 @@ type Spender struct {
 	// Name is the Transport's (or the gateway caller's) name, e.g.
 	// "ingest-7@host1".
 	Name string
-	// Units is what it spent in the bucket's first window.
+	// Units is what it spent of the bucket in the span its report
+	// covers (Bucket.SpendSpan).
 	Units int64
 	// Endpoint is where most went, e.g. "search.list"; "" when not told.
 	Endpoint string
