@@ -128,6 +128,49 @@ func (o *Operator) Activity(ctx context.Context, scope, bucket string, limit quo
 	return Activity(a), err
 }
 
+// A Series is one window's usage and the slices counted in it, read at
+// one instant: what forecasts are made of (the window's own log, which
+// tollgate keeps anyway; reading it writes nothing).
+type Series struct {
+	// Usage is the window's usage at Usage.Now, as quota.Limiter.Usage
+	// reads it.
+	Usage quota.Usage
+	// Slices are the units counted in the window at Usage.Now, oldest
+	// first: the log's slices (each a thousandth of the window, dated at
+	// its latest call), holds dated after Now included, and the leases
+	// and the units an upstream announced as spent, each dated at its end.
+	// Units dated At leave a sliding window at At plus its length. Nil for
+	// a token bucket, which keeps no log.
+	Slices []Slice
+}
+
+// A Slice is units counted at one instant of a window's log.
+type Slice struct {
+	// At is the instant the units are dated at, e.g. 14:05:02.120.
+	At time.Time
+	// Units is the units counted there, e.g. 300.
+	Units int64
+}
+
+// Series reads, writing nothing, the usage of limit in a bucket of scope
+// and the slices its window counts, at one instant (one script, one round
+// trip). Instants are on the limiter's clock.
+func (o *Operator) Series(ctx context.Context, scope, bucket string, limit quota.Limit) (Series, error) {
+	s, err := o.op.Series(ctx, scope, bucket, limit)
+	if err != nil {
+		return Series{}, err
+	}
+	out := Series{Usage: quota.Usage{Limit: limit, Now: s.Now, Used: s.Used, Held: s.Held,
+		Remaining: max(limit.Units-s.Used, 0), NextFree: s.NextFree, Reset: s.Reset, PausedUntil: s.PausedUntil}}
+	if len(s.Slices) > 0 {
+		out.Slices = make([]Slice, len(s.Slices))
+		for i, x := range s.Slices {
+			out.Slices[i] = Slice(x)
+		}
+	}
+	return out, nil
+}
+
 // Description reads the description of bucket in scope that a process
 // wrote (quota.Limiter.Describe), and false when there is none. A
 // description this version cannot read exactly is an error matching
