@@ -1,7 +1,8 @@
 // Package ops is what only operators' tools call on a quota.Limiter's
 // Redis: list the scopes and buckets it holds ([Operator.Survey]), read
-// what is under way in a bucket ([Operator.Activity]) and how a bucket is
-// limited ([Operator.Description]), lift pauses ([Operator.Resume]), and
+// what is under way in a bucket ([Operator.Activity]), a window's usage
+// and the slices its log counts, for forecasts ([Operator.Series]), and
+// how a bucket is limited ([Operator.Description]), lift pauses ([Operator.Resume]), and
 // wait until every process listening has applied a pause or a resume
 // ([Operator.Confirm]). cmd/tollgate is built on it. A program that only
 // spends quota never needs it: decisions, pauses and descriptions are
