@@ -61,7 +61,7 @@ func main() {
 	// go-redis logs each failed dial on stderr; the command reports what
 	// failed in one line of its own.
 	redis.SetLogger(quiet{})
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, terminal: isTerminal(os.Stdout)}
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, terminal: isTerminal(os.Stdout), zone: time.Local}
 	os.Exit(c.run(ctx, os.Args[1:]))
 }
 
@@ -75,6 +75,18 @@ type cli struct {
 	// clock, when set, replaces Redis's clock (quota.WithClock): for tests
 	// on a fixed instant.
 	clock func() time.Time
+	// zone is where forecasts say their instants (a calendar day's are
+	// said in its own zone): the machine's local zone; UTC when nil, as
+	// the tests leave it.
+	zone *time.Location
+}
+
+// zoneOrUTC is the zone forecasts are said in.
+func (c *cli) zoneOrUTC() *time.Location {
+	if c.zone == nil {
+		return time.UTC
+	}
+	return c.zone
 }
 
 // A usageError is bad input: exit status 2.

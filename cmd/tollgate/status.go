@@ -37,7 +37,7 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	}
 	defer client.Close()
 	read := func() (*report, error) {
-		r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock)
+		r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock, c.zoneOrUTC())
 		if err != nil {
 			return nil, err
 		}
