@@ -78,7 +78,7 @@ type windowReport struct {
 	// Forecast is what becomes of the window at the rate it is spent now.
 	Forecast *forecastReport `json:"forecast,omitempty"`
 	zone     *time.Location
-	limit  quota.Limit // as enforced: the page's chart spans its window
+	limit    quota.Limit // as enforced: the page's chart spans its window
 }
 
 // gather reads the report: one scope, or every scope when scope is "".
