@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	tollgate status [-scope S] [-watch [-every D]] [-json]
+//	tollgate status [-scope S] [-watch [-every D]] [-json] [-check]
 //	tollgate pause  -scope S [-bucket B] -for D -reason TEXT [-wait D]
 //	tollgate resume -scope S [-bucket B] [-wait D]
 //	tollgate spend  -scope S -bucket B -units N
@@ -35,9 +35,16 @@
 // environment variable TOLLGATE_OPERATOR_TOKEN is set: then the page can
 // pause and resume, for an operator who types the token in.
 //
+// status shows, for every window, the rate it is spent at now and when it
+// would be spent at that rate (docs/foresight.md). status -check prints a
+// line per window forecast to be spent before its units come back, for
+// cron and monitoring systems, and exits 0 when none is, 1 when one is, 2
+// for bad usage, 3 when it could not check (Redis unreachable, no
+// tollgate keys, an unknown scope).
+//
 // Exit status: 0 on success, 1 when the command failed (Redis unreachable,
-// no tollgate keys, an unknown scope or bucket), 2 for bad usage. Errors
-// are one line on stderr.
+// no tollgate keys, an unknown scope or bucket), 2 for bad usage; status
+// -check's are above. Errors are one line on stderr.
 package main
 
 import (
@@ -99,7 +106,7 @@ func usagef(format string, args ...any) error {
 }
 
 const usage = `usage:
-  tollgate status [-scope S] [-watch [-every D]] [-json]
+  tollgate status [-scope S] [-watch [-every D]] [-json] [-check]
   tollgate pause  -scope S [-bucket B] -for D -reason TEXT
   tollgate resume -scope S [-bucket B]
   tollgate spend  -scope S -bucket B -units N
@@ -111,11 +118,17 @@ status, pause, resume, spend and web take -redis URL (or TOLLGATE_REDIS) and -pr
 func (c *cli) run(ctx context.Context, args []string) int {
 	err := c.dispatch(ctx, args)
 	var ue *usageError
+	var ee *exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(c.stderr, "tollgate: "+oneLine(ee.msg))
+		}
+		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintln(c.stderr, "tollgate: "+oneLine(err.Error()))
 		return 2
