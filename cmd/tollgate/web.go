@@ -57,7 +57,7 @@ func (c *cli) web(ctx context.Context, args []string) error {
 	loopback := ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	srv, err := web.New(web.Options{
 		Read: func(ctx context.Context) (*web.Page, error) {
-			r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock)
+			r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock, c.zoneOrUTC())
 			if err != nil {
 				return nil, err
 			}
