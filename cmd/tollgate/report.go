@@ -82,6 +82,7 @@ type windowReport struct {
 	Forecast *forecastReport `json:"forecast,omitempty"`
 	zone     *time.Location
 	limit    quota.Limit // as enforced: the page's chart spans its window
+	slices   []ops.Slice // what the window counts, for the page's chart
 }
 
 // gather reads the report: one scope, or every scope when scope is "".
@@ -164,7 +165,7 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, client redis.Universal
 			}
 			u := series.Usage
 			w := windowReport{Window: windowName(l, transit), Limit: l.Units, Used: u.Used, Held: u.Held, Remaining: u.Remaining,
-				NextFree: optional(u.NextFree), Reset: optional(u.Reset), limit: l}
+				NextFree: optional(u.NextFree), Reset: optional(u.Reset), limit: l, slices: series.Slices}
 			if i < len(quotas) {
 				w.Quota = quotas[i]
 			}

@@ -181,6 +181,7 @@ func page(r *report) *web.Page {
 					ww.Reset = *w.Reset
 				}
 				ww.Start, ww.End = span(w.limit, r.At)
+				ww.Series, ww.Forecast = webSeries(w)
 				wb.Windows = append(wb.Windows, ww)
 			}
 			ws.Buckets = append(ws.Buckets, wb)

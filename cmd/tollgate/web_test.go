@@ -287,6 +287,17 @@ func TestWebPage(t *testing.T) {
 	if n := strings.Count(page, `<svg class="chart"`); n != 5 {
 		t.Errorf("%d charts, want 5: a pool of two windows in each scope, a search of one", n)
 	}
+	// Each chart is drawn over time from the window's log, with the
+	// forecast at the current rate (quota/ops.Series, internal/forecast).
+	if n := strings.Count(page, `class="run`); n != 5 {
+		t.Errorf("%d charts over time, want 5", n)
+	}
+	if n := strings.Count(page, `class="forecast"/>`); n != 5 {
+		t.Errorf("%d forecast lines, want 5", n)
+	}
+	if !strings.Contains(page, `<span class="forecast">at this rate, spent at `) {
+		t.Errorf("the page lacks the forecast of the sliding window of project-a's pool, spent before units come back")
+	}
 	size := len(page)
 	for _, a := range []string{"/style.css", "/refresh.js"} {
 		code, body := fetch(t, base+a)
@@ -371,7 +382,7 @@ func TestWebInBrowser(t *testing.T) {
 		`data-scope="project-a"`, `data-scope="project-b"`, `data-bucket="pool"`, `data-bucket="search"`,
 		`330 / 9500`, `3 / 100`, `350 / 399`, // project-a: 30 lists, 3 searches of 100
 		`in flight 1 / 4`, `over budget`, `PAUSED until`, `<svg class="chart"`,
-		`<td>ingest-7@host1</td><td>230</td><td>search.list</td>`, `requests waiting for room, the oldest for 4`, // who spends
+		`<td>ingest-7@host1</td><td>230</td><td>search.list</td>`, `1 request waiting for room, the oldest for 4`, // who spends
 		`<td>ops-alice <small>cli</small></td><td>pause scope project-b for 2h0m0s</td>`, // the record of operators' actions
 	} {
 		if !strings.Contains(dom, want) {

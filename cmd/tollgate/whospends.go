@@ -94,3 +94,26 @@ func mostly(units map[string]int64) string {
 	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(units[b], units[a]), strings.Compare(a, b)) })
 	return names[0]
 }
+
+// webSeries is what the page's chart draws of a window over time: the
+// slices its log counts (ops.Series) and its forecast; none for a token
+// bucket, which keeps no log.
+func webSeries(w windowReport) ([]web.Point, *web.Forecast) {
+	if w.Refill > 0 {
+		return nil, nil
+	}
+	var pts []web.Point
+	for _, s := range w.slices {
+		pts = append(pts, web.Point{At: s.At, Units: s.Units})
+	}
+	f := w.Forecast
+	if f == nil {
+		return pts, nil
+	}
+	wf := &web.Forecast{Rate: f.Rate, Text: f.Text}
+	wf.Span, _ = time.ParseDuration(f.Span)
+	if f.SpentAt != nil && f.AtRisk {
+		wf.Spent = *f.SpentAt // spent before its units come back
+	}
+	return pts, wf
+}
