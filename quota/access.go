@@ -16,6 +16,7 @@ func init() {
 			Prefix:      l.prefix,
 			Survey:      l.survey,
 			Activity:    l.activity,
+			Series:      l.series,
 			Description: l.description,
 			Resume:      l.resume,
 			Confirm:     l.confirm,

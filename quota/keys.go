@@ -35,6 +35,8 @@ const format = 3
 //	<prefix>{S}:[B:]pause-up   "<until µs>": the pause ending at until was set for an upstream's answer
 //	                           (older processes' tools skip it: no colon after the scope's, no known suffix after a bucket's)
 //	<prefix>control[:applied]  the channels pauses and resumes are told and acknowledged on
+//	<prefix>actions        the record of operators' actions (quota/ops): a list of versioned JSON entries,
+//	                       the newest 1000, dropped 30 days after the newest; no decision reads it
 //
 // A window is named w<length> (sliding), day@<zone> (calendar), f<length>
 // (fixed, whatever its end) or n.<name> (a limit with a Name). Its calls

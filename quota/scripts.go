@@ -45,6 +45,8 @@ var (
 	controlPart string
 	//go:embed inspect.lua
 	inspectPart string
+	//go:embed series.lua
+	seriesPart string
 
 	// Token buckets (quota.TokenBucket): bucket.lua decides one;
 	// bucketlog.lua makes every script that takes log.lua take a bucket as
@@ -93,6 +95,10 @@ var (
 	// inspectScript reads what is under way in a bucket: leases, slots,
 	// waiters.
 	inspectScript = newScript(clockPart + binaryPart + logParts + inspectPart)
+	// seriesScript reads one limit's usage and the slices counted in its
+	// window: usage.lua, wrapped as the function usage(), then series.lua.
+	seriesScript = newScript(clockPart + binaryPart + logParts +
+		"local function usage()\n" + usagePart + "\nend\n" + seriesPart)
 	// bucketUsageScript reads one token bucket's level.
 	bucketUsageScript = newScript(clockPart + binaryPart + bucketPart + bucketUsagePart)
 )

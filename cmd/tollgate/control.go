@@ -22,7 +22,12 @@ func (c *cli) pause(ctx context.Context, args []string) error {
 	d := fs.Duration("for", 0, "how long, e.g. 30m (required)")
 	reason := fs.String("reason", "", "why, shown by status and kept in Redis: never a secret (required)")
 	wait := fs.Duration("wait", 5*time.Second, "how long to wait for the processes listening to apply it")
+	by := byFlag(fs)
 	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	who, err := actor(fs, *by)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -68,7 +73,8 @@ func (c *cli) pause(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintf(c.stdout, "paused %s until %s: %s\n", what, instantText(p.Until, now, time.UTC), p.Reason)
 	}
-	return c.reached(reach, *wait, "pause")
+	rec := c.record(ctx, lim, client, ops.Action{By: who, What: "pause", Scope: *scope, Bucket: *bucket, For: *d, Why: *reason})
+	return both(c.reached(reach, *wait, "pause"), rec)
 }
 
 // resume lifts the pauses of a scope, or of one bucket, and clears what
@@ -78,12 +84,22 @@ func (c *cli) resume(ctx context.Context, args []string) error {
 	scope := fs.String("scope", "", "the scope to resume (required)")
 	bucket := fs.String("bucket", "", "resume this bucket only (default: the scope and every bucket in it)")
 	wait := fs.Duration("wait", 5*time.Second, "how long to wait for the processes listening to apply it")
+	reason := fs.String("reason", "", "why, for the record of operators' actions: never a secret")
+	by := byFlag(fs)
 	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	who, err := actor(fs, *by)
+	if err != nil {
 		return err
 	}
 	switch {
 	case *scope == "":
 		return usagef("resume: -scope is required")
+	case len(*reason) > quotapath.MaxReason:
+		return usagef("resume: -reason is %d bytes; at most %d", len(*reason), quotapath.MaxReason)
+	case !plainText(*reason):
+		return usagef("resume: -reason must be plain text: no control characters, valid UTF-8")
 	case *wait <= 0:
 		return usagef("resume: -wait must be positive")
 	}
@@ -109,7 +125,8 @@ func (c *cli) resume(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintf(c.stdout, "resumed %s: %s lifted\n", target(*scope, *bucket), count(lifted, "pause"))
 	}
-	return c.reached(reach, *wait, "resume")
+	rec := c.record(ctx, lim, client, ops.Action{By: who, What: "resume", Scope: *scope, Bucket: *bucket, Why: strings.TrimSpace(*reason)})
+	return both(c.reached(reach, *wait, "resume"), rec)
 }
 
 // spend records units spent outside tollgate in a bucket's windows, as
@@ -119,7 +136,13 @@ func (c *cli) spend(ctx context.Context, args []string) error {
 	scope := fs.String("scope", "", "the scope (required)")
 	bucket := fs.String("bucket", "", "the bucket (required)")
 	units := fs.Int64("units", 0, "the units spent (required)")
+	reason := fs.String("reason", "", "why, for the record of operators' actions: never a secret")
+	by := byFlag(fs)
 	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	who, err := actor(fs, *by)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -127,6 +150,10 @@ func (c *cli) spend(ctx context.Context, args []string) error {
 		return usagef("spend: -scope and -bucket are required")
 	case *units <= 0 || *units > quota.MaxUnits:
 		return usagef("spend: -units must be a positive count of units")
+	case len(*reason) > quotapath.MaxReason:
+		return usagef("spend: -reason is %d bytes; at most %d", len(*reason), quotapath.MaxReason)
+	case !plainText(*reason):
+		return usagef("spend: -reason must be plain text: no control characters, valid UTF-8")
 	}
 	lim, client, err := c.open(ctx, conn)
 	if err != nil {
@@ -158,7 +185,7 @@ func (c *cli) spend(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "recorded %d units spent in %s, in %s\n", *units, target(*scope, *bucket), count(len(limits), "window"))
-	return nil
+	return c.record(ctx, lim, client, ops.Action{By: who, What: "spend", Scope: *scope, Bucket: *bucket, Units: *units, Why: strings.TrimSpace(*reason)})
 }
 
 // known checks that Redis holds the scope, and the bucket when one is

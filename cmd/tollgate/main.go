@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	tollgate status [-scope S] [-watch [-every D]] [-json]
+//	tollgate status [-scope S] [-watch [-every D]] [-json] [-check]
 //	tollgate pause  -scope S [-bucket B] -for D -reason TEXT [-wait D]
 //	tollgate resume -scope S [-bucket B] [-wait D]
 //	tollgate spend  -scope S -bucket B -units N
@@ -35,9 +35,16 @@
 // environment variable TOLLGATE_OPERATOR_TOKEN is set: then the page can
 // pause and resume, for an operator who types the token in.
 //
+// status shows, for every window, the rate it is spent at now and when it
+// would be spent at that rate (docs/foresight.md). status -check prints a
+// line per window forecast to be spent before its units come back, for
+// cron and monitoring systems, and exits 0 when none is, 1 when one is, 2
+// for bad usage, 3 when it could not check (Redis unreachable, no
+// tollgate keys, an unknown scope).
+//
 // Exit status: 0 on success, 1 when the command failed (Redis unreachable,
-// no tollgate keys, an unknown scope or bucket), 2 for bad usage. Errors
-// are one line on stderr.
+// no tollgate keys, an unknown scope or bucket), 2 for bad usage; status
+// -check's are above. Errors are one line on stderr.
 package main
 
 import (
@@ -61,7 +68,7 @@ func main() {
 	// go-redis logs each failed dial on stderr; the command reports what
 	// failed in one line of its own.
 	redis.SetLogger(quiet{})
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, terminal: isTerminal(os.Stdout)}
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, terminal: isTerminal(os.Stdout), zone: time.Local}
 	os.Exit(c.run(ctx, os.Args[1:]))
 }
 
@@ -75,6 +82,18 @@ type cli struct {
 	// clock, when set, replaces Redis's clock (quota.WithClock): for tests
 	// on a fixed instant.
 	clock func() time.Time
+	// zone is where forecasts say their instants (a calendar day's are
+	// said in its own zone): the machine's local zone; UTC when nil, as
+	// the tests leave it.
+	zone *time.Location
+}
+
+// zoneOrUTC is the zone forecasts are said in.
+func (c *cli) zoneOrUTC() *time.Location {
+	if c.zone == nil {
+		return time.UTC
+	}
+	return c.zone
 }
 
 // A usageError is bad input: exit status 2.
@@ -87,10 +106,10 @@ func usagef(format string, args ...any) error {
 }
 
 const usage = `usage:
-  tollgate status [-scope S] [-watch [-every D]] [-json]
-  tollgate pause  -scope S [-bucket B] -for D -reason TEXT
-  tollgate resume -scope S [-bucket B]
-  tollgate spend  -scope S -bucket B -units N
+  tollgate status [-scope S] [-watch [-every D]] [-json] [-check]
+  tollgate pause  -scope S [-bucket B] -for D -reason TEXT [-by NAME]
+  tollgate resume -scope S [-bucket B] [-reason TEXT] [-by NAME]
+  tollgate spend  -scope S -bucket B -units N [-reason TEXT] [-by NAME]
   tollgate serve  -config FILE
   tollgate web    [-listen ADDR] [-scope S] [-every D]
 status, pause, resume, spend and web take -redis URL (or TOLLGATE_REDIS) and -prefix P; "tollgate CMD -h" lists its flags`
@@ -99,11 +118,17 @@ status, pause, resume, spend and web take -redis URL (or TOLLGATE_REDIS) and -pr
 func (c *cli) run(ctx context.Context, args []string) int {
 	err := c.dispatch(ctx, args)
 	var ue *usageError
+	var ee *exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(c.stderr, "tollgate: "+oneLine(ee.msg))
+		}
+		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintln(c.stderr, "tollgate: "+oneLine(err.Error()))
 		return 2

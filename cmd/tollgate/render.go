@@ -44,6 +44,7 @@ func writeText(out io.Writer, r *report) error {
 			writeBucket(&b, bk, r.At)
 		}
 	}
+	writeActions(&b, r)
 	_, err := io.WriteString(out, b.String())
 	return err
 }
@@ -62,6 +63,7 @@ func writeBucket(b *strings.Builder, bk bucketReport, now time.Time) {
 		fmt.Fprintf(tw, "    %s\t[%s]\t%d / %d\t%s\t%s\n", w.Window, bar(w.Used, w.Limit), w.Used, w.Limit, leftText(w), freeText(w, now))
 	}
 	tw.Flush()
+	writeForecasts(b, bk)
 	for _, name := range bk.Undescribed {
 		fmt.Fprintf(b, "    window %s: limit unknown (no process described this bucket within the hour)\n", name)
 	}

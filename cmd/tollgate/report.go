@@ -17,6 +17,9 @@ type report struct {
 	At     time.Time     `json:"at"`
 	Prefix string        `json:"prefix"`
 	Scopes []scopeReport `json:"scopes"`
+	// Actions are the newest operators' actions, newest first (see
+	// actions.go); left out when there are none.
+	Actions []actionReport `json:"actions,omitempty"`
 }
 
 type scopeReport struct {
@@ -75,12 +78,16 @@ type windowReport struct {
 	// 0 for a window.
 	Refill int64  `json:"refill,omitempty"`
 	Period string `json:"period,omitempty"`
-	zone   *time.Location
-	limit  quota.Limit // as enforced: the page's chart spans its window
+	// Forecast is what becomes of the window at the rate it is spent now.
+	Forecast *forecastReport `json:"forecast,omitempty"`
+	zone     *time.Location
+	limit    quota.Limit // as enforced: the page's chart spans its window
+	slices   []ops.Slice // what the window counts, for the page's chart
 }
 
 // gather reads the report: one scope, or every scope when scope is "".
-func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClient, prefix, scope string, clock func() time.Time) (*report, error) {
+// Forecasts say instants in zone, but a calendar day's in its own.
+func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClient, prefix, scope string, clock func() time.Time, zone *time.Location) (*report, error) {
 	stored, err := ops.New(lim).Survey(ctx, scope)
 	if err != nil {
 		return nil, err
@@ -91,16 +98,19 @@ func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClien
 	}
 	r := &report{At: now, Prefix: prefix, Scopes: []scopeReport{}}
 	for _, s := range stored {
-		sr, err := gatherScope(ctx, lim, s, now)
+		sr, err := gatherScope(ctx, lim, client, prefix, s, now, zone)
 		if err != nil {
 			return nil, fmt.Errorf("scope %s: %w", s.Scope, err)
 		}
 		r.Scopes = append(r.Scopes, sr)
 	}
+	if r.Actions, err = gatherActions(ctx, lim, scope); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
-func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now time.Time) (scopeReport, error) {
+func gatherScope(ctx context.Context, lim *quota.Limiter, client redis.UniversalClient, prefix string, s ops.StoredScope, now time.Time, zone *time.Location) (scopeReport, error) {
 	sr := scopeReport{Scope: s.Scope, Hashed: s.Hashed, Buckets: []bucketReport{}}
 	if s.Hashed {
 		// Its keys cannot be named from a hash: list what was found.
@@ -116,6 +126,8 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 		}
 		sr.Pause = pauseIn(p, now)
 	}
+	var rates map[string]float64 // what processes report they spend, read once a token bucket needs it
+	ratesRead := false
 	for _, b := range s.Buckets {
 		br := bucketReport{Bucket: b.Bucket, Windows: []windowReport{}}
 		if b.Paused {
@@ -147,20 +159,34 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 			}
 		}
 		for i, l := range limits {
-			u, err := lim.Usage(ctx, s.Scope, b.Bucket, l)
+			series, err := ops.New(lim).Series(ctx, s.Scope, b.Bucket, l)
 			if err != nil {
 				return sr, err
 			}
+			u := series.Usage
 			w := windowReport{Window: windowName(l, transit), Limit: l.Units, Used: u.Used, Held: u.Held, Remaining: u.Remaining,
-				NextFree: optional(u.NextFree), Reset: optional(u.Reset), limit: l}
+				NextFree: optional(u.NextFree), Reset: optional(u.Reset), limit: l, slices: series.Slices}
 			if i < len(quotas) {
 				w.Quota = quotas[i]
 			}
 			if l.Calendar {
 				w.zone = l.Location
 			}
+			loc := zone
+			if w.zone != nil {
+				loc = w.zone
+			}
 			if l.Refill > 0 {
 				w.Refill, w.Period = l.Refill, l.Window.String()
+				if !ratesRead {
+					if rates, err = bucketRates(ctx, client, prefix, s.Scope, now); err != nil {
+						return sr, err
+					}
+					ratesRead = true
+				}
+				w.Forecast = forecastBucket(series, rates[b.Bucket], rates != nil, loc)
+			} else {
+				w.Forecast = forecastWindow(series, loc)
 			}
 			br.Windows = append(br.Windows, w)
 		}

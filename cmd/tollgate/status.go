@@ -22,8 +22,15 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	every := fs.Duration("every", 2*time.Second, "how often -watch redraws")
 	frames := fs.Int("frames", 0, "with -watch, stop after this many redraws (0: until interrupted)")
 	asJSON := fs.Bool("json", false, "write JSON (with -watch, one document per line)")
+	check := fs.Bool("check", false, "print a line per window at risk and exit 1 if any is, 0 if none, 3 if it could not check")
 	if err := c.parse(fs, args); err != nil {
 		return err
+	}
+	if *check {
+		if *watch || *asJSON {
+			return usagef("status: -check prints a line per window at risk: it takes neither -watch nor -json")
+		}
+		return c.check(ctx, conn, *scope)
 	}
 	if *watch && *every < 100*time.Millisecond {
 		return usagef("-every %v: redraw at most ten times a second", *every)
@@ -37,7 +44,7 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	}
 	defer client.Close()
 	read := func() (*report, error) {
-		r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock)
+		r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock, c.zoneOrUTC())
 		if err != nil {
 			return nil, err
 		}

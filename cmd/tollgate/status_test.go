@@ -54,12 +54,12 @@ func TestStatusGolden(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"spend", "-scope", "project-a", "-bucket", "pool", "-units", "200"},
+		{[]string{"spend", "-scope", "project-a", "-bucket", "pool", "-units", "200", "-by", "ops-bob", "-reason", "a backfill outside tollgate"},
 			"recorded 200 units spent in bucket \"pool\" of scope \"project-a\", in 2 windows\n"},
-		{[]string{"pause", "-scope", "project-a", "-bucket", "search", "-for", "30m", "-reason", "deploy rollback"},
+		{[]string{"pause", "-scope", "project-a", "-bucket", "search", "-for", "30m", "-reason", "deploy rollback", "-by", "ops-alice"},
 			"paused bucket \"search\" of scope \"project-a\" until 17:30:02 UTC (in 30m0s): deploy rollback\n" +
 				"the 1 process listening applied it\n"},
-		{[]string{"pause", "-scope", "team alpha", "-for", "2h", "-reason", "over budget"},
+		{[]string{"pause", "-scope", "team alpha", "-for", "2h", "-reason", "over budget", "-by", "ops-alice"},
 			"paused scope \"team alpha\" until 19:00:02 UTC (in 2h0m0s): over budget\n" +
 				"the 1 process listening applied it\n"},
 	} {

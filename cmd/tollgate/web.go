@@ -57,15 +57,22 @@ func (c *cli) web(ctx context.Context, args []string) error {
 	loopback := ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	srv, err := web.New(web.Options{
 		Read: func(ctx context.Context) (*web.Page, error) {
-			r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock)
+			r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock, c.zoneOrUTC())
 			if err != nil {
 				return nil, err
 			}
-			return page(r), nil
+			p := page(r)
+			now := time.Now()
+			reports, err := readSpend(ctx, client, conn.prefix, *scope, now)
+			if err != nil {
+				return nil, err
+			}
+			whoSpends(p, reports, now)
+			return p, nil
 		},
 		Control:  &webControl{lim: lim, conn: conn, wait: *wait},
 		Token:    token,
-		Record:   c.recordAction,
+		Record:   c.recorder(lim, client),
 		Log:      log,
 		Refresh:  *every,
 		Loopback: loopback,
@@ -101,11 +108,6 @@ func (c *cli) web(ctx context.Context, args []string) error {
 	fmt.Fprintln(c.stderr, "tollgate web: stopped")
 	return nil
 }
-
-// recordAction is the page's Recorder: the seam of issue 29's record of
-// operators' actions. The server logs each action itself; until the
-// record is kept in Redis there is nothing more to do here.
-func (c *cli) recordAction(ctx context.Context, a web.Action) error { return nil }
 
 // webControl pauses and resumes for the page as the pause and resume
 // commands do: the scope and bucket must exist, and the change is
@@ -160,7 +162,7 @@ func unreached(r ops.Reach, wait time.Duration, what string) error {
 
 // page is the report as the page shows it.
 func page(r *report) *web.Page {
-	p := &web.Page{At: r.At, Prefix: r.Prefix}
+	p := &web.Page{At: r.At, Prefix: r.Prefix, Actions: webActions(r)}
 	for _, s := range r.Scopes {
 		ws := web.Scope{Name: s.Scope, Hashed: s.Hashed, Pause: webPause(s.Pause), BackgroundWaiting: s.BackgroundWaiting}
 		for _, b := range s.Buckets {
@@ -179,6 +181,7 @@ func page(r *report) *web.Page {
 					ww.Reset = *w.Reset
 				}
 				ww.Start, ww.End = span(w.limit, r.At)
+				ww.Series, ww.Forecast = webSeries(w)
 				wb.Windows = append(wb.Windows, ww)
 			}
 			ws.Buckets = append(ws.Buckets, wb)

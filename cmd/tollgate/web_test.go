@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/quota"
+	"github.com/tollgate/tollgate/quota/ops"
 )
 
 // The operators' page, served by the command itself against a real
@@ -171,6 +172,7 @@ func TestWebWrites(t *testing.T) {
 		{"unknown bucket", writable, "POST", "/pause", form(func(v url.Values) { v.Set("bucket", "nope") }), nil, http.StatusBadGateway, false},
 		{"right", writable, "POST", "/pause", form(nil), map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusSeeOther, true},
 		{"resume, wrong token", writable, "POST", "/resume", form(func(v url.Values) { v.Set("token", "nope") }), nil, http.StatusForbidden, true},
+		{"resume, a reason not plain text", writable, "POST", "/resume", form(func(v url.Values) { v.Set("reason", "a\x1bb") }), nil, http.StatusBadRequest, true},
 		{"resume, right", writable, "POST", "/resume", form(nil), nil, http.StatusSeeOther, false},
 	} {
 		var body io.Reader
@@ -223,6 +225,29 @@ func TestWebWrites(t *testing.T) {
 	if strings.Contains(out, token) {
 		t.Errorf("the log shows the operator token:\n%s", out)
 	}
+
+	// The record of operators' actions has the pause and the resume, by
+	// who the form said, from where, and never the token.
+	acts, err := ops.New(lim).Actions(context.Background(), 0)
+	if err != nil || len(acts) != 2 {
+		t.Fatalf("the record of operators' actions: %+v, %v; want the pause and the resume", acts, err)
+	}
+	res, pau := acts[0], acts[1]
+	if pau.What != "pause" || pau.By != "alice" || !strings.HasPrefix(pau.Via, "web 127.0.0.1:") || pau.Scope != "project-a" ||
+		pau.Bucket != "pool" || pau.For != 10*time.Minute || pau.Why != "runaway job" || pau.At.IsZero() {
+		t.Errorf("the pause recorded: %+v", pau)
+	}
+	if res.What != "resume" || res.By != "alice" || res.Scope != "project-a" || res.Bucket != "pool" || res.At.Before(pau.At) {
+		t.Errorf("the resume recorded: %+v", res)
+	}
+	raw, err := e.server.Client(t).LRange(context.Background(), quota.DefaultPrefix+"actions", 0, -1).Result()
+	if err != nil || strings.Contains(strings.Join(raw, "\n"), token) {
+		t.Errorf("the record in Redis shows the operator token (or could not be read: %v)", err)
+	}
+	// The page shows them.
+	if _, page := fetch(t, writable+"/"); !strings.Contains(page, `<section class="record">`) || !strings.Contains(page, "pause bucket pool of project-a for 10m0s") {
+		t.Errorf("the page does not show the record of operators' actions:\n%s", page)
+	}
 }
 
 // TestWebPage: the page shows each scope, bucket and window with its
@@ -261,6 +286,17 @@ func TestWebPage(t *testing.T) {
 	}
 	if n := strings.Count(page, `<svg class="chart"`); n != 5 {
 		t.Errorf("%d charts, want 5: a pool of two windows in each scope, a search of one", n)
+	}
+	// Each chart is drawn over time from the window's log, with the
+	// forecast at the current rate (quota/ops.Series, internal/forecast).
+	if n := strings.Count(page, `class="run`); n != 5 {
+		t.Errorf("%d charts over time, want 5", n)
+	}
+	if n := strings.Count(page, `class="forecast"/>`); n != 5 {
+		t.Errorf("%d forecast lines, want 5", n)
+	}
+	if !strings.Contains(page, `<span class="forecast">at this rate, spent at `) {
+		t.Errorf("the page lacks the forecast of the sliding window of project-a's pool, spent before units come back")
 	}
 	size := len(page)
 	for _, a := range []string{"/style.css", "/refresh.js"} {
@@ -331,9 +367,11 @@ func TestWebInBrowser(t *testing.T) {
 	e.spend(t, e.process(t, lim, nil), "project-b", "/v1/items", 350)
 	described(t, lim, "pool", "project-a", "project-b")
 	described(t, lim, "search", "project-a")
-	if code, out, errs := cmd(t, nil, "pause", "-scope", "project-b", "-for", "2h", "-reason", "over budget", "-redis", e.url); code != 0 {
+	if code, out, errs := cmd(t, nil, "pause", "-scope", "project-b", "-for", "2h", "-reason", "over budget", "-by", "ops-alice", "-redis", e.url); code != 0 {
 		t.Fatalf("pause: exit %d: %s%s", code, out, errs)
 	}
+	e.spender(t, "ingest-7@host1", "", map[string]int64{"search.list": 200, "items.list": 30}, time.Now().Add(-42*time.Second))
+	e.spender(t, "cron@host2", "php-cron", map[string]int64{"items.list": 3})
 	base, _ := startWeb(t, e, "tok")
 
 	dom := string(chromium(t, bin, "--dump-dom", base+"/"))
@@ -344,6 +382,8 @@ func TestWebInBrowser(t *testing.T) {
 		`data-scope="project-a"`, `data-scope="project-b"`, `data-bucket="pool"`, `data-bucket="search"`,
 		`330 / 9500`, `3 / 100`, `350 / 399`, // project-a: 30 lists, 3 searches of 100
 		`in flight 1 / 4`, `over budget`, `PAUSED until`, `<svg class="chart"`,
+		`<td>ingest-7@host1</td><td>230</td><td>search.list</td>`, `1 request waiting for room, the oldest for 4`, // who spends
+		`<td>ops-alice <small>cli</small></td><td>pause scope project-b for 2h0m0s</td>`, // the record of operators' actions
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered DOM lacks %q", want)

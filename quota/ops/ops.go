@@ -1,11 +1,13 @@
 // Package ops is what only operators' tools call on a quota.Limiter's
 // Redis: list the scopes and buckets it holds ([Operator.Survey]), read
-// what is under way in a bucket ([Operator.Activity]) and how a bucket is
-// limited ([Operator.Description]), lift pauses ([Operator.Resume]), and
-// wait until every process listening has applied a pause or a resume
-// ([Operator.Confirm]). cmd/tollgate is built on it. A program that only
-// spends quota never needs it: decisions, pauses and descriptions are
-// package quota's.
+// what is under way in a bucket ([Operator.Activity]), a window's usage
+// and the slices its log counts, for forecasts ([Operator.Series]), and
+// how a bucket is limited ([Operator.Description]), lift pauses
+// ([Operator.Resume]), wait until every process listening has applied a
+// pause or a resume ([Operator.Confirm]), and keep and read the record of
+// operators' actions ([Operator.Record], [Operator.Actions]).
+// cmd/tollgate is built on it. A program that only spends quota never
+// needs it: decisions, pauses and descriptions are package quota's.
 //
 // Begin with [New] on the Limiter the programs' processes share a Redis
 // and a key prefix with:
@@ -126,6 +128,49 @@ type Activity struct {
 func (o *Operator) Activity(ctx context.Context, scope, bucket string, limit quota.Limit) (Activity, error) {
 	a, err := o.op.Activity(ctx, scope, bucket, limit)
 	return Activity(a), err
+}
+
+// A Series is one window's usage and the slices counted in it, read at
+// one instant: what forecasts are made of (the window's own log, which
+// tollgate keeps anyway; reading it writes nothing).
+type Series struct {
+	// Usage is the window's usage at Usage.Now, as quota.Limiter.Usage
+	// reads it.
+	Usage quota.Usage
+	// Slices are the units counted in the window at Usage.Now, oldest
+	// first: the log's slices (each a thousandth of the window, dated at
+	// its latest call), holds dated after Now included, and the leases
+	// and the units an upstream announced as spent, each dated at its end.
+	// Units dated At leave a sliding window at At plus its length. Nil for
+	// a token bucket, which keeps no log.
+	Slices []Slice
+}
+
+// A Slice is units counted at one instant of a window's log.
+type Slice struct {
+	// At is the instant the units are dated at, e.g. 14:05:02.120.
+	At time.Time
+	// Units is the units counted there, e.g. 300.
+	Units int64
+}
+
+// Series reads, writing nothing, the usage of limit in a bucket of scope
+// and the slices its window counts, at one instant (one script, one round
+// trip). Instants are on the limiter's clock.
+func (o *Operator) Series(ctx context.Context, scope, bucket string, limit quota.Limit) (Series, error) {
+	s, err := o.op.Series(ctx, scope, bucket, limit)
+	if err != nil {
+		return Series{}, err
+	}
+	out := Series{Usage: quota.Usage{Limit: limit, Now: s.Now, Used: s.Used, Held: s.Held,
+		Remaining: max(limit.Units-s.Used, 0), NextFree: s.NextFree, Reset: s.Reset, PausedUntil: s.PausedUntil}}
+	if len(s.Slices) > 0 {
+		out.Slices = make([]Slice, len(s.Slices))
+		for i, x := range s.Slices {
+			out.Slices[i] = Slice(x)
+		}
+	}
+	return out, nil
 }
 
 // Description reads the description of bucket in scope that a process

@@ -25,6 +25,7 @@ type Operator[L, D any] struct {
 
 	Survey      func(ctx context.Context, scope string) ([]StoredScope[D], error)
 	Activity    func(ctx context.Context, scope, bucket string, limit L) (Activity, error)
+	Series      func(ctx context.Context, scope, bucket string, limit L) (Series, error)
 	Description func(ctx context.Context, scope, bucket string) (D, bool, error)
 	Resume      func(ctx context.Context, scope, bucket string) (int, error)
 	Confirm     func(ctx context.Context, wait time.Duration, act func(ctx context.Context) error) (Reach, error)
@@ -62,6 +63,20 @@ type Activity struct {
 	InFlight          int
 	SlotWaiters       int
 	BackgroundWaiters int
+}
+
+// Series is what ops.Series is built from: the fields of the
+// quota.Usage read (less its Limit and Remaining), and the slices.
+type Series struct {
+	Now, NextFree, Reset, PausedUntil time.Time
+	Used, Held                        int64
+	Slices                            []Slice
+}
+
+// Slice is ops.Slice.
+type Slice struct {
+	At    time.Time
+	Units int64
 }
 
 // Reach is ops.Reach.

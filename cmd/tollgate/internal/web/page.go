@@ -24,8 +24,8 @@ type Page struct {
 	Prefix string
 	// Scopes are the scopes found, in the order shown.
 	Scopes []Scope
-	// Actions is the record of operators' actions, newest first (seam:
-	// issue 29's record; nil until a reader fills it).
+	// Actions is the record of operators' actions, newest first (the
+	// command reads them from Redis with quota/ops).
 	Actions []Action
 }
 
@@ -75,12 +75,14 @@ type Bucket struct {
 	InFlight    int
 	InFlightCap int
 	SlotWaiting int
-	// Waiting is the requests waiting for room and the oldest wait (seam:
-	// issue 29's who-spends report; nil until a reader fills it).
+	// Waiting is the requests waiting for room and the oldest wait, as
+	// the processes report them (internal/spend); nil when none reports
+	// on the bucket.
 	Waiting *Waiting
-	// Spenders are the top spenders, most first (seam: issue 29's
-	// who-spends report; nil until a reader fills it).
+	// Spenders are the top spenders, most first, from the same reports.
 	Spenders []Spender
+	// SpendSpan is how far back the Spenders' units go, e.g. 1m0s.
+	SpendSpan time.Duration
 }
 
 // Window is one limit of a Bucket.
@@ -146,7 +148,8 @@ type Spender struct {
 	// Name is the Transport's (or the gateway caller's) name, e.g.
 	// "ingest-7@host1".
 	Name string
-	// Units is what it spent in the bucket's first window.
+	// Units is what it spent of the bucket in the span its report
+	// covers (Bucket.SpendSpan).
 	Units int64
 	// Endpoint is where most went, e.g. "search.list"; "" when not told.
 	Endpoint string
@@ -168,15 +171,17 @@ type Action struct {
 	By string
 	// Via is where from, e.g. "web 127.0.0.1:53412" or "cli".
 	Via string
-	// What is "pause" or "resume".
+	// What is "pause" or "resume" (from the page), or "spend".
 	What string
 	// Scope and Bucket are what it was done to; Bucket "" is the whole
 	// scope.
 	Scope  string
 	Bucket string
-	// For is a pause's length; Why its reason.
-	For time.Duration
-	Why string
+	// For is a pause's length; Units the units a spend recorded; Why the
+	// reason given.
+	For   time.Duration
+	Units int64
+	Why   string
 }
 
 // Recorder receives each action done from the page, after it is done,

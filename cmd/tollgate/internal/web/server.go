@@ -281,6 +281,9 @@ func readAction(r *http.Request, what string) (Action, error) {
 		return a, errors.New("scope and bucket must be plain text")
 	}
 	if what == "resume" {
+		if len(a.Why) > MaxReason || !plain(a.Why) {
+			return a, fmt.Errorf("reason: at most %d bytes of plain text", MaxReason)
+		}
 		return a, nil
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(f.Get("for")))
