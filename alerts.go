@@ -81,7 +81,7 @@ type alerts struct {
 	crossed    func(context.Context, Crossing)
 	log        func(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr)
 
-	mu     sync.Mutex
+	mu     sync.RWMutex
 	spent  map[scopeBucket]struct{}     // admitted since the last check
 	firing map[forecast.Key]scopeBucket // windows whose burn-rate alert is on
 	limit  map[forecast.Key]quota.Limit // their limits
@@ -119,12 +119,21 @@ func (a *alerts) admitted(r *request) {
 		return
 	}
 	scope := r.spending()
+	a.mu.RLock()
+	noted := true
+	for _, ch := range r.endpoint.Charges {
+		if _, ok := a.spent[scopeBucket{scope, ch.Bucket}]; !ok {
+			noted = false
+			break
+		}
+	}
+	a.mu.RUnlock()
+	if noted {
+		return // the common case under load: a read lock, no write
+	}
 	a.mu.Lock()
 	for _, ch := range r.endpoint.Charges {
-		k := scopeBucket{scope, ch.Bucket}
-		if _, ok := a.spent[k]; !ok {
-			a.spent[k] = struct{}{}
-		}
+		a.spent[scopeBucket{scope, ch.Bucket}] = struct{}{}
 	}
 	a.mu.Unlock()
 }
