@@ -87,6 +87,11 @@ type Config struct {
 	// none; Trace.Merge stacks several.
 	Trace Trace
 
+	// Thresholds are the fractions of every window's limit whose crossing
+	// Trace.Crossed reports, each in (0, 1], e.g. {0.8, 0.95}. nil
+	// reports none.
+	Thresholds []float64
+
 	// Logger, when set, receives a record per refusal (Info), per switch,
 	// per upstream quota signal and per request handed to Base later than
 	// Transit after its admission (Warn), and per admission (Debug).

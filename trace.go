@@ -68,6 +68,19 @@ type Trace struct {
 	// spent (see Config.ReadResponse) and the scope or its buckets pause.
 	// It runs on the caller of RoundTrip.
 	Paused func(ctx context.Context, p UpstreamPause)
+
+	// Burning is called when the burn-rate alert of a window this process
+	// spends in starts (Alert.Firing true: at the rates of spending over
+	// both of its spans, the window is spent before its units come back)
+	// and when it ends, once each per window and process. Crossed is
+	// called when a window this process spends in crosses one of
+	// Config.Thresholds of its limit, once per crossing. Setting either
+	// starts a goroutine that reads, every few seconds and off the
+	// requests' path, the windows this process admitted requests in since
+	// its last read (none while it is idle); both run on that goroutine,
+	// with a context of its own. See docs/foresight.md.
+	Burning func(ctx context.Context, a Alert)
+	Crossed func(ctx context.Context, c Crossing)
 }
 
 // Merge returns a Trace whose every field calls t's function, then u's.
@@ -83,6 +96,8 @@ func (t Trace) Merge(u Trace) Trace {
 		Switched:    merge(t.Switched, u.Switched),
 		Slot:        mergeSlot(t.Slot, u.Slot),
 		Paused:      merge(t.Paused, u.Paused),
+		Burning:     merge(t.Burning, u.Burning),
+		Crossed:     merge(t.Crossed, u.Crossed),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/forecast"
 	"github.com/tollgate/tollgate/internal/learn"
 	"github.com/tollgate/tollgate/internal/lease"
 	"github.com/tollgate/tollgate/internal/notices"
@@ -41,6 +42,7 @@ type Transport struct {
 	hearing   hearing
 	settling  settling
 	usage     usageReads
+	alerts    *alerts // nil unless the Trace has alert functions
 	closed    atomic.Bool
 }
 
@@ -98,6 +100,12 @@ func New(cfg Config) (*Transport, error) {
 	if err := checkPolicies(&cfg, cfg.LocalLimiter != nil); err != nil {
 		return nil, err
 	}
+	var thresholds *forecast.Thresholds
+	if len(cfg.Thresholds) > 0 {
+		if thresholds, err = forecast.NewThresholds(cfg.Thresholds...); err != nil {
+			return nil, configErrorf("Thresholds %v: each must be a fraction of the limit in (0, 1]", cfg.Thresholds)
+		}
+	}
 	t.limits, t.redis = a, a.decider(cfg.Limiter, upstream, caps, false)
 	var local *decider
 	if cfg.LocalLimiter != nil {
@@ -137,6 +145,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.settling = settling{gates: &t.gates, hooks: t.hooks}
 	t.readers = []reader{announcements.read, verdicts.verdict, t.settling.meter}
+	t.alerts = newAlerts(&cfg, t.redis.limits, thresholds, t.hooks)
 	return t, nil
 }
 
@@ -146,6 +155,7 @@ func New(cfg Config) (*Transport, error) {
 // caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
+	t.alerts.close()
 	t.listening.Stop()
 	t.described.writing.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -237,6 +247,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) decide(ctx context.Context, r *request) error {
 	r.now = t.clock.now()
 	err := t.path.admit(ctx, r)
+	if err == nil {
+		t.alerts.admitted(r)
+	}
 	t.hooks.decided(ctx, r, t.clock.now().Sub(r.now), err)
 	return err
 }

@@ -85,6 +85,9 @@ func TestSeries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			for i := range got.Slices {
+				got.Slices[i].At = got.Slices[i].At.UTC() // as want's, whatever the local zone
+			}
 			if fmt.Sprint(got.Slices) != fmt.Sprint(want) {
 				t.Errorf("slices\n%v\nwant\n%v", got.Slices, want)
 			}

@@ -15,6 +15,8 @@ const (
 	stateKey    = attribute.Key("tollgate.redis.state")
 	windowKey   = attribute.Key("tollgate.window")
 	callerKey   = attribute.Key("tollgate.caller")
+	// thresholdKey is a crossing's threshold, as a fraction: "0.8".
+	thresholdKey = attribute.Key("tollgate.window.threshold")
 )
 
 // A shape is the keys of an attribute set, but for the scope.

@@ -34,6 +34,8 @@
 //	tollgate.redis.switches                          counter {switch}: switches between Redis and the outage modes, by tollgate.redis.state (up, down)
 //	tollgate.quota.remaining                         gauge {unit}: units left of each limit, by tollgate.bucket and tollgate.window
 //	tollgate.quota.limit                             gauge {unit}: each limit as the Transport enforces it, by tollgate.bucket and tollgate.window
+//	tollgate.window.crossings                        counter {crossing}: thresholds of a window's limit crossed (tollgate.Config.Thresholds), by tollgate.bucket, tollgate.window and tollgate.window.threshold
+//	tollgate.window.burning                          up-down counter {window}: windows whose burn-rate alert is on (tollgate.Trace.Burning), by tollgate.bucket and tollgate.window
 //
 // A request's result is one of admitted (Redis reserved its units),
 // leased (spent from this process's lease), local (the FailLocal mode's

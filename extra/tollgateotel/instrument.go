@@ -3,8 +3,13 @@ package tollgateotel
 import (
 	"context"
 	"errors"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/quota"
 )
 
 // The values of tollgate.rate_limiting.result.
@@ -43,6 +48,8 @@ func (m *Metrics) Instrument(cfg tollgate.Config) tollgate.Config {
 		Switched:    m.switched,
 		Slot:        m.slot,
 		Paused:      m.paused,
+		Crossed:     m.crossed,
+		Burning:     m.burn,
 	}.Merge(cfg.Trace)
 	return cfg
 }
@@ -165,4 +172,31 @@ func (m *Metrics) switched(ctx context.Context, s tollgate.Switch) {
 		state = "up"
 	}
 	m.switches.Add(ctx, 1, m.with(byState, state, "", "").add...)
+}
+
+// crossed counts a threshold of a window's limit crossed. Crossings are
+// rare (a few a window), so their attribute sets are built each time.
+func (m *Metrics) crossed(ctx context.Context, c tollgate.Crossing) {
+	m.crossings.Add(ctx, 1, metric.WithAttributes(m.windowAttrs(c.Scope, c.Bucket, c.Limit,
+		thresholdKey.String(strconv.FormatFloat(c.Threshold, 'g', -1, 64)))...))
+}
+
+// burn counts the windows whose burn-rate alert is on: one more when it
+// starts, one less when it ends.
+func (m *Metrics) burn(ctx context.Context, a tollgate.Alert) {
+	n := int64(-1)
+	if a.Firing {
+		n = 1
+	}
+	m.burning.Add(ctx, n, metric.WithAttributes(m.windowAttrs(a.Scope, a.Bucket, a.Limit)...))
+}
+
+// windowAttrs are the attributes of a window's alert: its bucket and
+// window, the scope when WithScopes asked for it, and more.
+func (m *Metrics) windowAttrs(scope, bucket string, l quota.Limit, more ...attribute.KeyValue) []attribute.KeyValue {
+	kvs := append([]attribute.KeyValue{bucketKey.String(bucket), windowKey.String(windowName(l))}, more...)
+	if m.scopes && scope != "" {
+		kvs = append(kvs, scopeKey.String(scope))
+	}
+	return kvs
 }

@@ -32,6 +32,8 @@ type Metrics struct {
 	settlements metric.Int64Counter
 	pauses      metric.Int64Counter
 	switches    metric.Int64Counter
+	crossings   metric.Int64Counter
+	burning     metric.Int64UpDownCounter
 
 	redisDown atomic.Bool // decisions fall back on the outage modes
 	remaining remaining   // the quota gauges' reads
@@ -54,6 +56,8 @@ func New(opts ...Option) (*Metrics, error) {
 	m.settlements = b.counter("tollgate.rate_limiting.settlements", "{request}", "Responses that told a request's true cost.")
 	m.pauses = b.counter("tollgate.upstream.pauses", "{pause}", "Pauses of a scope or bucket that the upstream asked for, by reason.")
 	m.switches = b.counter("tollgate.redis.switches", "{switch}", "Switches between Redis and the outage modes.")
+	m.crossings = b.counter("tollgate.window.crossings", "{crossing}", "Thresholds of a window's limit crossed (Config.Thresholds), by threshold.")
+	m.burning = b.upDown("tollgate.window.burning", "{window}", "Windows whose burn-rate alert is on: spent before their units come back at the rates of both spans.")
 	available := b.gauge("tollgate.redis.available", "{state}", "1 while decisions go to Redis, 0 while the outage modes decide.")
 	left := b.gauge("tollgate.quota.remaining", "{unit}", "Units left of each limit of a bucket.")
 	limit := b.gauge("tollgate.quota.limit", "{unit}", "Each limit of a bucket, as the Transport enforces it (less the reserve).")

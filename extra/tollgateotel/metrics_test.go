@@ -3,6 +3,7 @@ package tollgateotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -338,4 +339,25 @@ func TestAnnouncedPause(t *testing.T) {
 	want(t, r.points(t), map[string]float64{
 		"tollgate.upstream.pauses{tollgate.bucket=tokens,tollgate.pause.reason=announced}": 1,
 	})
+}
+
+// TestWindowAlerts: each crossing the Transport reports counts once, by
+// threshold; a window's burn-rate alert counts one while it is on.
+func TestWindowAlerts(t *testing.T) {
+	r := newRig(t, tollgate.Config{Buckets: testBuckets(1000, time.Hour)})
+	// The functions Instrument merged into the Trace, as the Transport
+	// calls them from its checks.
+	tr := r.metrics.Instrument(tollgate.Config{}).Trace
+	ctx := context.Background()
+	hour := quota.PerWindow(1000, time.Hour)
+	tr.Crossed(ctx, tollgate.Crossing{Scope: "s", Bucket: "pool", Limit: hour, Threshold: 0.8, Used: 810})
+	tr.Crossed(ctx, tollgate.Crossing{Scope: "s", Bucket: "pool", Limit: hour, Threshold: 0.95, Used: 960})
+	tr.Burning(ctx, tollgate.Alert{Scope: "s", Bucket: "pool", Limit: hour, Firing: true})
+	crossings := "tollgate.window.crossings{tollgate.bucket=pool,tollgate.window=1h0m0s,tollgate.window.threshold=%s}"
+	burning := "tollgate.window.burning{tollgate.bucket=pool,tollgate.window=1h0m0s}"
+	want(t, r.points(t), map[string]float64{
+		fmt.Sprintf(crossings, "0.8"): 1, fmt.Sprintf(crossings, "0.95"): 1, burning: 1,
+	})
+	tr.Burning(ctx, tollgate.Alert{Scope: "s", Bucket: "pool", Limit: hour, Firing: false})
+	want(t, r.points(t), map[string]float64{burning: 0})
 }

@@ -147,3 +147,45 @@ func ExampleOperator() {
 	//   pool [w24h0m0s] [10000/24h0m0s]
 	// pauses lifted: 1
 }
+
+// TestSeries: what Series hands back of a window on a real redis-server:
+// the usage, as quota.Limiter.Usage reads it, and the slices, oldest
+// first, summing to what is used.
+func TestSeries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := redistest.Start(t)
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	lim, err := quota.New(s.Client(t), quota.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := quota.PerWindow(1000, time.Minute)
+	for i := range 3 {
+		now = now.Add(time.Second)
+		if _, err := lim.Allow(ctx, "s", quota.Charge{Bucket: "pool", Units: int64(10 * (i + 1)), Limits: []quota.Limit{w}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ops.New(lim).Series(ctx, "s", "pool", w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := lim.Usage(ctx, "s", "pool", w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Usage != u {
+		t.Errorf("Series' usage %+v, Usage %+v", got.Usage, u)
+	}
+	want := fmt.Sprint([]ops.Slice{{At: now.Add(-2 * time.Second), Units: 10}, {At: now.Add(-time.Second), Units: 20}, {At: now, Units: 30}})
+	for i := range got.Slices {
+		got.Slices[i].At = got.Slices[i].At.UTC() // as want's, whatever the local zone
+	}
+	if fmt.Sprint(got.Slices) != want {
+		t.Errorf("slices %v, want %v", got.Slices, want)
+	}
+	if _, err := ops.New(lim).Series(ctx, "s", "pool", quota.Limit{}); !errors.Is(err, quota.ErrInvalid) {
+		t.Errorf("Series of an invalid limit: %v, want ErrInvalid", err)
+	}
+}
