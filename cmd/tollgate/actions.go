@@ -132,7 +132,7 @@ func gatherActions(ctx context.Context, lim *quota.Limiter, scope string) ([]act
 		if scope != "" && a.Scope != scope {
 			continue
 		}
-		ar := actionReport{At: a.At, By: a.By, Via: a.Via, What: a.What, Scope: a.Scope, Bucket: a.Bucket, Units: a.Units, Why: a.Why}
+		ar := actionReport{At: a.At.UTC(), By: a.By, Via: a.Via, What: a.What, Scope: a.Scope, Bucket: a.Bucket, Units: a.Units, Why: a.Why}
 		if a.For > 0 {
 			ar.For = a.For.String()
 		}

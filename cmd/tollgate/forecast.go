@@ -59,7 +59,7 @@ func forecastWindow(s ops.Series, loc *time.Location) *forecastReport {
 	f := forecast.Of(s.Usage, slices)
 	return &forecastReport{
 		Rate: f.Rate, Span: f.Span.String(),
-		SpentAt: utc(f.Spent), BackAt: utc(f.Back), AtRisk: f.Early,
+		SpentAt: optional(f.Spent), BackAt: optional(f.Back), AtRisk: f.Early,
 		Before: durationIf(f.Early, f.Before()), Text: f.Text(loc),
 	}
 }
@@ -68,7 +68,7 @@ func forecastWindow(s ops.Series, loc *time.Location) *forecastReport {
 // report they spend it (known false: none reports it).
 func forecastBucket(s ops.Series, rate float64, known bool, loc *time.Location) *forecastReport {
 	b := forecast.BucketAt(s.Usage, rate)
-	r := &forecastReport{Rate: b.Rate, Span: "reports", RateUnknown: !known, FullAt: utc(b.Full), AtRisk: known && b.Outruns}
+	r := &forecastReport{Rate: b.Rate, Span: "reports", RateUnknown: !known, FullAt: optional(b.Full), AtRisk: known && b.Outruns}
 	if b.Full.Equal(b.Now) {
 		r.FullAt = nil
 	}
@@ -78,14 +78,11 @@ func forecastBucket(s ops.Series, rate float64, known bool, loc *time.Location) 
 		return r
 	}
 	if b.Outruns {
-		r.SpentAt = utc(b.Empty)
+		r.SpentAt = optional(b.Empty)
 		r.Before = durationIf(b.Full.After(b.Empty), b.Full.Sub(b.Empty))
 	}
 	return r
 }
-
-// utc is optional(t) in UTC, as -json writes every instant.
-func utc(t time.Time) *time.Time { return optional(t.UTC()) }
 
 func durationIf(ok bool, d time.Duration) string {
 	if !ok || d <= 0 {

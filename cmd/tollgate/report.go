@@ -217,7 +217,7 @@ func pauseIn(p quota.Paused, now time.Time) *pauseReport {
 	if !p.Until.After(now) {
 		return nil
 	}
-	return &pauseReport{Until: p.Until, Reason: p.Reason}
+	return &pauseReport{Until: p.Until.UTC(), Reason: p.Reason}
 }
 
 // serverNow is the instant the decisions are made at: Redis's clock, or
@@ -253,9 +253,12 @@ func windowName(l quota.Limit, transit time.Duration) string {
 	return "sliding " + w.String()
 }
 
+// optional is an instant for -json: nil when zero, else in UTC, so that
+// the report reads the same whatever the machine's zone.
 func optional(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
+	t = t.UTC()
 	return &t
 }
