@@ -192,7 +192,7 @@ func page(r *report) *web.Page {
 }
 
 // span is the extent of l's window holding now, for the chart: a
-// calendar day's midnights, a fixed window's bounds, (now-W, now] for a
+// calendar day's midnights, a fixed window's bounds, (now-W, now+W/4] for a
 // sliding window; zero for a token bucket.
 func span(l quota.Limit, now time.Time) (start, end time.Time) {
 	switch {
@@ -209,7 +209,9 @@ func span(l quota.Limit, now time.Time) (start, end time.Time) {
 		}
 		return end.Add(-l.Window), end
 	}
-	return now.Add(-l.Window), now
+	// A sliding window's chart runs a quarter window past now, so that
+	// the forecast has room to be drawn.
+	return now.Add(-l.Window), now.Add(l.Window / 4)
 }
 
 func webPause(p *pauseReport) *web.Pause {

@@ -197,6 +197,11 @@ func overTime(w Window, now time.Time) chart {
 			to = f.Spent
 		}
 		reach := from + f.Rate*to.Sub(now).Seconds()
+		if to.Equal(f.Spent) {
+			// A sliding window loses units as it spends: the line
+			// ends where the forecast says, at the limit.
+			reach = float64(w.Limit)
+		}
 		c.Lines = append(c.Lines, line{X1: x(now), Y1: y(from), X2: x(to), Y2: y(reach), Class: "forecast"})
 		if !f.Spent.IsZero() && !f.Spent.After(w.End) {
 			c.Texts = append(c.Texts, text{X: x(to), Y: y(reach) - 6, Anchor: "end", Class: "lbl warn", Text: "spent " + f.Spent.In(zone).Format("15:04")})
