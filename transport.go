@@ -41,6 +41,7 @@ type Transport struct {
 	hearing   hearing
 	settling  settling
 	usage     usageReads
+	flusher   spendFlusher // writes what this process spends (spending.go)
 	closed    atomic.Bool
 }
 
@@ -137,11 +138,15 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.settling = settling{gates: &t.gates, hooks: t.hooks}
 	t.readers = []reader{announcements.read, verdicts.verdict, t.settling.meter}
+	if err := t.startSpending(cfg.Name, 0); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
 // Close ends the Transport's leases, giving back what they did not spend,
-// gives back the slots of requests still in flight, and makes later
+// gives back the slots of requests still in flight, stops writing what
+// this process spends and removes its record (Config.Name), and makes later
 // requests fail with ErrClosed. It closes neither the limiters, which the
 // caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
@@ -152,7 +157,8 @@ func (t *Transport) Close() error {
 	defer cancel()
 	leaseErr := t.leases.EndAll(ctx)
 	err := t.gates.releaseAll(ctx)
-	return errors.Join(leaseErr, err)
+	spendErr := t.stopSpending(ctx)
+	return errors.Join(leaseErr, err, spendErr)
 }
 
 // CloseIdleConnections closes the idle connections of Base and of the
@@ -218,6 +224,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	bodyOwned = false
+	t.hooks.spent(r, 1)
 	resp, err := t.send(r)
 	if err != nil {
 		return nil, err
@@ -237,6 +244,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) decide(ctx context.Context, r *request) error {
 	r.now = t.clock.now()
 	err := t.path.admit(ctx, r)
+	if err != nil {
+		t.hooks.refusedBy(r, err)
+	}
 	t.hooks.decided(ctx, r, t.clock.now().Sub(r.now), err)
 	return err
 }
