@@ -23,11 +23,11 @@ type request struct {
 
 	// How it was admitted (or refused), and by whom.
 	kind     admission
-	shadowed bool // sent by the Shadow action although refused
+	shadowed bool     // sent by the Shadow action although refused
 	by       *decider // the limiter that decided; nil when none did
-	route *Route   // the failover route admitted, if any
-	res   *quota.Reservation
-	at    time.Time // the local instant its units count from: with res, on the wall clock (Transit's); from a lease, its instant
+	route    *Route   // the failover route admitted, if any
+	res      *quota.Reservation
+	at       time.Time // the local instant its units count from: with res, on the wall clock (Transit's); from a lease, its instant
 
 	// What it holds, in the order taken: gates, then slots, then units
 	// (res); release gives them back in reverse order. The gates (of

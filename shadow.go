@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/remember"
 )
 
 // shadow is the Shadow action: the request is decided as under Refuse,
@@ -16,7 +18,9 @@ import (
 // without the slot: reserved when they fit, recorded when they do not,
 // refused when a pause stops them. It never waits.
 //
-// A would-be refusal costs one round trip more (the recording); an
+// A would-be refusal costs two round trips more (the pauses read, the
+// units recorded); a pause this process remembers refuses a shadow
+// request before Redis (remembered.go); an
 // admitted request costs what it does under Refuse. Units recorded so
 // have no reservation: they are not settled after the response, nor given
 // back when the request never reaches the upstream.
@@ -32,11 +36,31 @@ func (p *decision) shadow(ctx context.Context, d *decider, r *request) error {
 		if err != nil {
 			return limiterError(d, r, r.scope, err)
 		}
-		if res.OK() {
-			r.res, r.at, charges = res, time.Now(), nil // the wall clock: Transit's deadline (send.go)
-		} else if qe := p.refusal(ctx, d, r, r.scope, res); qe.Cause.Paused() {
+		if res.OK() { // reserved: sent without the slot
+			r.res, r.at = res, time.Now() // the wall clock: Transit's deadline (send.go)
+			r.shadowed = true
+			p.hooks.wouldRefuse(ctx, r, would)
+			return nil
+		}
+		if qe := p.refusal(ctx, d, r, r.scope, res); qe.Cause.Paused() {
 			return qe
 		}
+	}
+	// No room hides a pause: Redis names the bucket without room. Read
+	// the pauses of the scope and its buckets (one round trip).
+	buckets := make([]string, 0, len(r.endpoint.Charges)+1)
+	buckets = append(buckets, "")
+	for _, ch := range r.endpoint.Charges {
+		buckets = append(buckets, ch.Bucket)
+	}
+	if bucket, pz, err := pauseAmong(d.lim, ctx, r.scope, buckets...); err != nil {
+		return limiterError(d, r, r.scope, err)
+	} else if !pz.Until.IsZero() {
+		qe := (&pausedWait{bucket: bucket, until: pz.Until, cause: pauseCause(pz), reason: pz.Reason}).refusal(r)
+		if !d.local && !r.background && qe.RetryAfter > 0 {
+			p.refusals.Note(remember.Key{Scope: r.scope, Bucket: bucket}, rememberOf(qe, r.now), r.now)
+		}
+		return qe
 	}
 	if len(charges) > 0 {
 		if err := d.lim.Record(ctx, r.scope, charges...); err != nil {
