@@ -15,6 +15,7 @@ const (
 	stateKey    = attribute.Key("tollgate.redis.state")
 	windowKey   = attribute.Key("tollgate.window")
 	callerKey   = attribute.Key("tollgate.caller")
+	causeKey    = attribute.Key("tollgate.refusal.cause")
 )
 
 // A shape is the keys of an attribute set, but for the scope.
@@ -28,6 +29,7 @@ const (
 	byReasonBucket
 	byState
 	byBucketWindow
+	byBucketCause
 )
 
 // shapeKeys are each shape's keys.
@@ -39,6 +41,7 @@ var shapeKeys = [...][2]attribute.Key{
 	byReasonBucket:   {reasonKey, bucketKey},
 	byState:          {stateKey},
 	byBucketWindow:   {bucketKey, windowKey},
+	byBucketCause:    {bucketKey, causeKey},
 }
 
 // attrs names one set of attributes: a shape and its values, then the

@@ -32,6 +32,7 @@ type Metrics struct {
 	settlements metric.Int64Counter
 	pauses      metric.Int64Counter
 	switches    metric.Int64Counter
+	shadow      metric.Int64Counter
 
 	redisDown atomic.Bool // decisions fall back on the outage modes
 	remaining remaining   // the quota gauges' reads
@@ -54,6 +55,7 @@ func New(opts ...Option) (*Metrics, error) {
 	m.settlements = b.counter("tollgate.rate_limiting.settlements", "{request}", "Responses that told a request's true cost.")
 	m.pauses = b.counter("tollgate.upstream.pauses", "{pause}", "Pauses of a scope or bucket that the upstream asked for, by reason.")
 	m.switches = b.counter("tollgate.redis.switches", "{switch}", "Switches between Redis and the outage modes.")
+	m.shadow = b.counter("tollgate.shadow.refusals", "{request}", "Requests the Shadow action sent that would have been refused, by bucket and cause.")
 	available := b.gauge("tollgate.redis.available", "{state}", "1 while decisions go to Redis, 0 while the outage modes decide.")
 	left := b.gauge("tollgate.quota.remaining", "{unit}", "Units left of each limit of a bucket.")
 	limit := b.gauge("tollgate.quota.limit", "{unit}", "Each limit of a bucket, as the Transport enforces it (less the reserve).")
