@@ -27,6 +27,9 @@ type scopeReport struct {
 	Pause             *pauseReport   `json:"pause,omitempty"`
 	BackgroundWaiting int            `json:"background_waiting"`
 	Buckets           []bucketReport `json:"buckets"`
+	// Spending: the refusals by pauses of the whole scope, as processes
+	// report them (spenders.go); absent when none does.
+	Spending *spendingReport `json:"spending,omitempty"`
 }
 
 type pauseReport struct {
@@ -51,6 +54,9 @@ type bucketReport struct {
 	InFlight    int        `json:"in_flight"`
 	InFlightCap int        `json:"in_flight_cap,omitempty"`
 	SlotWaiting int        `json:"slot_waiting"`
+	// Spending is who spends the bucket, what waits and what is refused,
+	// as processes report it (spenders.go); absent when none does.
+	Spending *spendingReport `json:"spending,omitempty"`
 }
 
 type windowReport struct {
@@ -96,6 +102,9 @@ func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClien
 			return nil, fmt.Errorf("scope %s: %w", s.Scope, err)
 		}
 		r.Scopes = append(r.Scopes, sr)
+	}
+	if err := addSpending(ctx, client, prefix, scope, r); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
