@@ -180,8 +180,8 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 	waits := res.Delay() > 0
 	start := p.clock.now()
 	if waits {
-		p.hooks.waits(ctx, r, waitStarts, detail{at: res.Time()})
 		defer p.hooks.beginWait(r, start).end()
+		p.hooks.waits(ctx, r, waitStarts, detail{at: res.Time()})
 	}
 	hctx := wctx
 	var w *notices.Waiter // registered for pauses to reach
