@@ -89,9 +89,12 @@ type Config struct {
 
 	// Name names this process in what it writes of its spending for
 	// tollgate status (who spends, what waits, what is refused), e.g.
-	// "ingest-eu-1". A label, never a secret; each process sharing a
-	// Redis needs its own, or their records overwrite each other. ""
+	// "ingest-eu-1". A label, never a secret; each Transport sharing a
+	// Redis needs its own (two Transports of one process too, when they
+	// spend the same scopes), or their records overwrite each other. ""
 	// means the host's name and the process's id, e.g. "web-3/4521".
+	// tollgate serve names each upstream's Transport with the upstream's
+	// name after the process's.
 	Name string
 
 	// Logger, when set, receives a record per refusal (Info), per switch,
