@@ -92,6 +92,16 @@ type Config struct {
 	// reports none.
 	Thresholds []float64
 
+	// Name names this process in what it writes of its spending for
+	// tollgate status (who spends, what waits, what is refused), e.g.
+	// "ingest-eu-1". A label, never a secret; each Transport sharing a
+	// Redis needs its own (two Transports of one process too, when they
+	// spend the same scopes), or their records overwrite each other. ""
+	// means the host's name and the process's id, e.g. "web-3/4521".
+	// tollgate serve names each upstream's Transport with the upstream's
+	// name after the process's.
+	Name string
+
 	// Logger, when set, receives a record per refusal (Info), per switch,
 	// per upstream quota signal and per request handed to Base later than
 	// Transit after its admission (Warn), and per admission (Debug).
@@ -123,8 +133,10 @@ func checkPolicies(cfg *Config, local bool) error {
 // limiter or not, cannot follow p.
 func checkPolicy(p Policy, routes, local bool) error {
 	switch {
-	case p.OnRefusal < WaitTurn || p.OnRefusal > Failover:
+	case p.OnRefusal < WaitTurn || p.OnRefusal > Shadow:
 		return errors.New("unknown OnRefusal action " + p.OnRefusal.String())
+	case p.AfterFailover == Shadow:
+		return errors.New("AfterFailover cannot be Shadow: a dry run fails over nowhere; make OnRefusal Shadow instead")
 	case p.AfterFailover != WaitTurn && p.AfterFailover != Refuse:
 		return errors.New("AfterFailover must be WaitTurn or Refuse, not " + p.AfterFailover.String())
 	case p.OnRefusal == Failover && !routes:

@@ -74,6 +74,8 @@ func (p *decision) apply(ctx context.Context, d *decider, r *request) error {
 			return p.waitTurn(ctx, d, r)
 		}
 		return best
+	case Shadow:
+		return p.shadow(ctx, d, r)
 	default:
 		return p.waitTurn(ctx, d, r)
 	}

@@ -42,7 +42,8 @@
 //  4. On Redis (path.go): a lease renewed (lease.go); under Refuse, a
 //     refusal this process remembers (remembered.go); then the decision
 //     (decide.go), as the policy says: at once, on the next route
-//     (Failover, route.go), or after a hold (WaitTurn, wait.go). In each
+//     (Failover, route.go), after a hold (WaitTurn, wait.go), or sent
+//     anyway and reported, unless paused (Shadow, shadow.go). In each
 //     scope it asks, the request takes its gates (gates.go): the gate of a
 //     bucket still learning its limit (internal/learn), a slot of each
 //     capped bucket (internal/caps), then its units, under the limits
@@ -72,7 +73,10 @@
 // once the response's headers are read, slots once its body ends,
 // everything when it is not sent. Off the path, the pauses and resumes
 // other processes tell are heard while anything needs them (notices.go,
-// internal/notices), and [Transport.Usage], [Transport.Record] and
+// internal/notices), what this process spends, what of it waits and what
+// is refused is written for tollgate status every few seconds, never
+// while idle (spending.go, internal/spend: the path only counts in
+// memory), and [Transport.Usage], [Transport.Record] and
 // [Transport.Pause] read and correct the count (usage.go).
 //
 // The README and the pages of docs/ in the repository say more: the

@@ -520,3 +520,46 @@ func ExampleBucket_announced() {
 	// announced 3999 of 5000 left; 1001 spent elsewhere
 	// limit 5000, used 1001
 }
+
+// Shadow mode, a dry run before enforcing: every request is sent, and the
+// ones the quota has no room for are reported instead of refused; their
+// units count all the same.
+func ExamplePolicy_shadow() {
+	api := fakeAPI()
+	defer api.Close()
+	lim, closeRedis := inProcessLimiter()
+	defer closeRedis()
+
+	tr, err := tollgate.New(tollgate.Config{
+		Limiter: lim,
+		Costs:   searchTable(),
+		Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(150, time.Hour)}}},
+		Scope:   tollgate.Scope("project-a"),
+		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Shadow}, nil),
+		Trace: tollgate.Trace{WouldRefuse: func(_ context.Context, d tollgate.Decision) {
+			var qe *tollgate.QuotaError
+			errors.As(d.Err, &qe)
+			fmt.Printf("%s: would have refused (%s), sent anyway\n", d.Endpoint, qe.Cause)
+		}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	client := &http.Client{Transport: tr}
+	for _, path := range []string{"/v1/search", "/v1/search", "/v1/items"} {
+		if resp, err := client.Get(api.URL + path); err == nil {
+			fmt.Println(path, resp.Status)
+			resp.Body.Close()
+		}
+	}
+	used, _ := tr.Usage(context.Background(), "project-a", "pool")
+	fmt.Println("counted:", used[0].Used, "of", used[0].Limit.Units)
+	// Output:
+	// /v1/search 200 OK
+	// search: would have refused (no room), sent anyway
+	// /v1/search 200 OK
+	// items.list: would have refused (no room), sent anyway
+	// /v1/items 200 OK
+	// counted: 201 of 150
+}

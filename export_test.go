@@ -1,6 +1,9 @@
 package tollgate
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetClock makes t read the local time from now instead of time.Now, so
 // that tests move it instead of sleeping: the refusals and pauses it
@@ -20,3 +23,15 @@ const (
 	DefaultTransit = defaultTransit
 	DefaultMaxWait = defaultMaxWait
 )
+
+// StopSpendWriter stops t's writer of what it spends (Config.Name), so
+// that a test writes it with FlushSpending at the instants it chooses.
+func StopSpendWriter(t *Transport) {
+	t.flusher.stop()
+	<-t.flusher.done
+}
+
+// FlushSpending writes, at now, what t spent, as its writer would.
+func FlushSpending(t *Transport, now time.Time) error {
+	return t.hooks.spend.Flush(context.Background(), now)
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/caps"
+	"github.com/tollgate/tollgate/internal/spend"
 )
 
 // A Decision describes what the Transport decided for one request. It
@@ -48,6 +49,11 @@ type Decision struct {
 	// Free reports a free request (costs.Rule.Free): nothing was reserved,
 	// and Redis was not asked.
 	Free bool
+	// Shadow reports a request the Shadow action sent although its
+	// quota had no room: to Trace.WouldRefuse, whose Decision's Err is
+	// the *QuotaError it would have had (Admitted stays true: it is
+	// sent), and to Trace.Decided, whose Err stays nil.
+	Shadow bool
 	// Cached reports a refusal made in this process without asking Redis,
 	// because Redis had refused as much until RetryAfter (Refuse).
 	Cached bool
@@ -82,6 +88,7 @@ type Switch struct {
 type hooks struct {
 	trace  Trace
 	logger *slog.Logger
+	spend  *spend.Recorder // what this process spends, for status (spending.go)
 }
 
 func hooksOf(cfg *Config) *hooks {
@@ -92,10 +99,11 @@ func hooksOf(cfg *Config) *hooks {
 type moment uint8
 
 const (
-	decidedNow moment = iota // Decided: the decision, after any wait
-	waitStarts               // WaitStarted: a hold taken, the request about to sleep until its turn
-	waitEnds                 // WaitEnded: that wait ended
-	settledNow               // Settled: a response told the request's true cost
+	decidedNow  moment = iota // Decided: the decision, after any wait
+	waitStarts                // WaitStarted: a hold taken, the request about to sleep until its turn
+	waitEnds                  // WaitEnded: that wait ended
+	settledNow                // Settled: a response told the request's true cost
+	wouldRefuse               // WouldRefuse: the Shadow action sends a request it would have refused
 )
 
 // detail is what a moment adds to the request's Decision.
@@ -115,7 +123,14 @@ func decisionOf(r *request, m moment, x detail) Decision {
 		d.Waited, d.At = x.waited, x.at
 	case settledNow:
 		d.Charges, d.Estimate, d.At, d.Settled, d.Admitted = x.charges, r.endpoint.Charges, r.res.Time(), true, true
+	case wouldRefuse:
+		d.Admitted, d.Shadow = true, true
+		var qe *QuotaError
+		if errors.As(x.err, &qe) {
+			d.RetryAfter = qe.RetryAfter
+		}
 	default:
+		d.Shadow = r.shadowed
 		d.Waited = x.waited
 		d.Local = r.local()
 		d.Unmetered = r.kind == unmetered
@@ -189,6 +204,17 @@ func (h *hooks) waits(ctx context.Context, r *request, m moment, x detail) {
 	if f != nil {
 		f(ctx, decisionOf(r, m, x))
 	}
+}
+
+// wouldRefuse tells the Trace, and the count for status, of a request
+// the Shadow action sends although it would have been refused, qe.
+func (h *hooks) wouldRefuse(ctx context.Context, r *request, qe *QuotaError) {
+	h.spend.Refuse(qe.Scope, qe.Bucket, r.endpoint.Name, callerOf(r.req.Context()), spend.WouldRefuse)
+	if h.trace.WouldRefuse != nil {
+		h.trace.WouldRefuse(ctx, decisionOf(r, wouldRefuse, detail{err: qe}))
+	}
+	h.log(ctx, slog.LevelInfo, "tollgate: would have refused (shadow); sent", slog.String("endpoint", r.endpoint.Name),
+		slog.String("scope", qe.Scope), slog.String("bucket", qe.Bucket), slog.String("cause", qe.Cause.String()))
 }
 
 // settled tells the Trace of a request's true cost.

@@ -83,7 +83,7 @@ func (o *outages) admit(ctx context.Context, r *request) error {
 	case FailLocal:
 		r.forget()
 		err := o.decision.apply(ctx, o.local, r)
-		if err == nil && r.res != nil {
+		if err == nil && (r.res != nil || r.shadowed) {
 			o.ledger.Add(r.spending(), r.endpoint.Charges)
 		}
 		return err

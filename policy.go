@@ -26,6 +26,16 @@ const (
 	// Failover tries the Config's Routes in order, and when every one is
 	// spent does what the Policy's AfterFailover says.
 	Failover
+	// Shadow sends the request anyway, at once, and reports what it
+	// would have been refused for (Trace.WouldRefuse, Decision.Shadow,
+	// and tollgate status's refusals as "would-refuse"): a dry run, for
+	// putting tollgate in front of a fleet that already runs. The request
+	// is charged and counted as usual; units it is sent without room for
+	// are recorded in the windows all the same (the upstream spends
+	// them), so that other endpoints see the quota as it is. A pause (an
+	// operator's, or an upstream's answer) still refuses it, as it would
+	// any request; a Shadow request never waits. See docs/policies.md.
+	Shadow
 )
 
 // String returns the action's name, e.g. "wait-turn".
@@ -37,6 +47,8 @@ func (a Action) String() string {
 		return "refuse"
 	case Failover:
 		return "failover"
+	case Shadow:
+		return "shadow"
 	}
 	return "action(" + strconv.Itoa(int(a)) + ")"
 }

@@ -36,12 +36,13 @@ func (m *memory) free(_ context.Context, r *request) (bool, error) {
 }
 
 // refusal refuses at once, under the Refuse policy, an interactive
-// request a refusal this process remembers holds for.
+// request a refusal this process remembers holds for; under Shadow, one a
+// remembered pause holds for.
 func (m *memory) refusal(_ context.Context, r *request) (bool, error) {
-	if r.policy.OnRefusal != Refuse || r.background {
+	if (r.policy.OnRefusal != Refuse && r.policy.OnRefusal != Shadow) || r.background {
 		return false, nil
 	}
-	if qe := m.check(r); qe != nil {
+	if qe := m.check(r); qe != nil && (r.policy.OnRefusal == Refuse || qe.Cause.Paused()) {
 		r.decide(remembered, m.redis)
 		return true, qe
 	}

@@ -22,11 +22,12 @@ type request struct {
 	background bool      // its policy or its context says Background
 
 	// How it was admitted (or refused), and by whom.
-	kind  admission
-	by    *decider // the limiter that decided; nil when none did
-	route *Route   // the failover route admitted, if any
-	res   *quota.Reservation
-	at    time.Time // the local instant its units count from: with res, on the wall clock (Transit's); from a lease, its instant
+	kind     admission
+	shadowed bool     // sent by the Shadow action although refused
+	by       *decider // the limiter that decided; nil when none did
+	route    *Route   // the failover route admitted, if any
+	res      *quota.Reservation
+	at       time.Time // the local instant its units count from: with res, on the wall clock (Transit's); from a lease, its instant
 
 	// What it holds, in the order taken: gates, then slots, then units
 	// (res); release gives them back in reverse order. The gates (of
@@ -61,7 +62,7 @@ func (r *request) decide(kind admission, d *decider) { r.kind, r.by = kind, d }
 // forget clears what a decision admitted, before the request is decided
 // again; what it held was given back.
 func (r *request) forget() {
-	r.kind, r.by, r.route, r.res, r.at, r.held, r.gates = undecided, nil, nil, nil, time.Time{}, nil, 0
+	r.kind, r.shadowed, r.by, r.route, r.res, r.at, r.held, r.gates = undecided, false, nil, nil, nil, time.Time{}, nil, 0
 }
 
 // spending returns the pool the request spends from: its route's, or its

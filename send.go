@@ -86,6 +86,7 @@ func (t *Transport) send(r *request) (*http.Response, error) {
 		what := heldSlots | heldGates
 		if trace != nil && trace.neverSent(err) {
 			what |= heldUnits
+			t.hooks.spent(r, -1)
 		}
 		if err := t.gates.release(ctx, r, what); err != nil {
 			t.hooks.log(ctx, slog.LevelWarn, "tollgate: could not refund a request that was never sent",

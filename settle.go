@@ -64,6 +64,7 @@ func (s *settling) settle(ctx context.Context, r *request, told []meter.Cost) {
 		}
 		for i := range charges {
 			if charges[i].Bucket == c.Bucket {
+				s.hooks.corrected(r, c.Bucket, c.Units-charges[i].Units)
 				charges[i].Units = c.Units
 			}
 		}

@@ -64,6 +64,14 @@ type Trace struct {
 	// reader or closer of the response's body, or the caller of Close.
 	Slot func(ctx context.Context, scope, bucket string, held bool)
 
+	// WouldRefuse is called when the Shadow action (Policy.OnRefusal)
+	// sends a request that its quota had no room for: the Decision's
+	// Shadow is true, Err the *QuotaError it would have had (its Cause:
+	// no room, a cap full, the local share spent), RetryAfter when it
+	// would have fit. Decided follows, as for any request sent. It runs
+	// on the caller of RoundTrip.
+	WouldRefuse func(ctx context.Context, d Decision)
+
 	// Paused is called when a response says the upstream's quota is
 	// spent (see Config.ReadResponse) and the scope or its buckets pause.
 	// It runs on the caller of RoundTrip.
@@ -95,6 +103,7 @@ func (t Trace) Merge(u Trace) Trace {
 		Reconciled:  merge(t.Reconciled, u.Reconciled),
 		Switched:    merge(t.Switched, u.Switched),
 		Slot:        mergeSlot(t.Slot, u.Slot),
+		WouldRefuse: merge(t.WouldRefuse, u.WouldRefuse),
 		Paused:      merge(t.Paused, u.Paused),
 		Burning:     merge(t.Burning, u.Burning),
 		Crossed:     merge(t.Crossed, u.Crossed),

@@ -42,7 +42,8 @@ type Transport struct {
 	hearing   hearing
 	settling  settling
 	usage     usageReads
-	alerts    *alerts // nil unless the Trace has alert functions
+	alerts    *alerts      // nil unless the Trace has alert functions
+	flusher   spendFlusher // writes what this process spends (spending.go)
 	closed    atomic.Bool
 }
 
@@ -145,12 +146,17 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.settling = settling{gates: &t.gates, hooks: t.hooks}
 	t.readers = []reader{announcements.read, verdicts.verdict, t.settling.meter}
+	if err := t.startSpending(cfg.Name, 0); err != nil {
+		return nil, err
+	}
+	// Last: the alerts' goroutine starts here, once nothing can fail.
 	t.alerts = newAlerts(&cfg, t.redis.limits, thresholds, t.hooks)
 	return t, nil
 }
 
 // Close ends the Transport's leases, giving back what they did not spend,
-// gives back the slots of requests still in flight, and makes later
+// gives back the slots of requests still in flight, stops writing what
+// this process spends and removes its record (Config.Name), and makes later
 // requests fail with ErrClosed. It closes neither the limiters, which the
 // caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
@@ -162,7 +168,8 @@ func (t *Transport) Close() error {
 	defer cancel()
 	leaseErr := t.leases.EndAll(ctx)
 	err := t.gates.releaseAll(ctx)
-	return errors.Join(leaseErr, err)
+	spendErr := t.stopSpending(ctx)
+	return errors.Join(leaseErr, err, spendErr)
 }
 
 // CloseIdleConnections closes the idle connections of Base and of the
@@ -228,6 +235,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	bodyOwned = false
+	t.hooks.spent(r, 1)
 	resp, err := t.send(r)
 	if err != nil {
 		return nil, err
@@ -249,6 +257,8 @@ func (t *Transport) decide(ctx context.Context, r *request) error {
 	err := t.path.admit(ctx, r)
 	if err == nil {
 		t.alerts.admitted(r)
+	} else {
+		t.hooks.refusedBy(r, err)
 	}
 	t.hooks.decided(ctx, r, t.clock.now().Sub(r.now), err)
 	return err

@@ -122,6 +122,7 @@ func (p *decision) waitSlots(ctx, wctx context.Context, d *decider, r *request, 
 	heard := p.listening.Heard()
 	sctx, stop := context.WithCancelCause(wctx)
 	defer stop(nil)
+	defer p.hooks.beginWait(r, p.clock.now()).end()
 	var w *notices.Waiter
 	if !d.local {
 		w = &notices.Waiter{Scope: r.scope, Buckets: bucketsOf(r), Stop: stop}
@@ -179,6 +180,7 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 	waits := res.Delay() > 0
 	start := p.clock.now()
 	if waits {
+		defer p.hooks.beginWait(r, start).end()
 		p.hooks.waits(ctx, r, waitStarts, detail{at: res.Time()})
 	}
 	hctx := wctx

@@ -1,6 +1,8 @@
 package quota
 
 import (
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/quota/internal/access"
 )
@@ -24,4 +26,5 @@ func init() {
 	}
 	quotapath.PauseUpstream = (*Limiter).pauseUpstream
 	quotapath.PauseAmong = (*Limiter).pauseAmong
+	quotapath.Store = func(l *Limiter) (redis.UniversalClient, string) { return l.client, l.prefix }
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/internal/forecast"
 	"github.com/tollgate/tollgate/internal/spend"
@@ -91,28 +88,24 @@ func durationIf(ok bool, d time.Duration) string {
 	return forecast.Duration(d)
 }
 
-// bucketRates reads what the processes report they spent of each bucket
-// of scope (internal/spend): units per second, each report's units over
-// its span, summed over the processes. It returns nil when no process
-// reports (the rates are unknown).
-func bucketRates(ctx context.Context, client redis.UniversalClient, prefix, scope string, now time.Time) (map[string]float64, error) {
-	reports, err := spend.Read(ctx, client, prefix, scope, now)
-	if err != nil {
-		return nil, fmt.Errorf("reading what processes report they spend: %w", err)
-	}
-	if len(reports) == 0 {
-		return nil, nil
-	}
-	rates := map[string]float64{}
+// bucketRates is what the processes report they spent of each bucket of
+// scope: units per second, each report's units over its span, summed over
+// the processes. It returns nil when no process reports (the rates are
+// unknown).
+func bucketRates(reports []spend.Report, scope string) map[string]float64 {
+	var rates map[string]float64
 	for _, rep := range reports {
-		if rep.Span <= 0 || rep.Format > spend.Format {
+		if rep.Scope != scope || rep.Span <= 0 || rep.Format > spend.Format {
 			continue
+		}
+		if rates == nil {
+			rates = map[string]float64{}
 		}
 		for _, e := range rep.Spent {
 			rates[e.Bucket] += float64(e.Units) / rep.Span.Seconds()
 		}
 	}
-	return rates, nil
+	return rates
 }
 
 // writeForecasts writes a line per window of bk under its table: the

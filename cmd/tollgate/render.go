@@ -40,6 +40,7 @@ func writeText(out io.Writer, r *report) error {
 			fmt.Fprintf(&b, "  %s waiting", count(s.BackgroundWaiting, "background request"))
 		}
 		b.WriteString("\n")
+		writeSpending(&b, "  ", s.Spending, r.At)
 		for _, bk := range s.Buckets {
 			writeBucket(&b, bk, r.At)
 		}
@@ -84,6 +85,7 @@ func writeBucket(b *strings.Builder, bk bucketReport, now time.Time) {
 	if len(under) > 0 {
 		b.WriteString("    " + strings.Join(under, "; ") + "\n")
 	}
+	writeSpending(b, "    ", bk.Spending, now)
 }
 
 // bar draws used out of limit; a window counting more than its limit (an

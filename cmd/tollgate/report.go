@@ -30,6 +30,9 @@ type scopeReport struct {
 	Pause             *pauseReport   `json:"pause,omitempty"`
 	BackgroundWaiting int            `json:"background_waiting"`
 	Buckets           []bucketReport `json:"buckets"`
+	// Spending: the refusals by pauses of the whole scope, as processes
+	// report them (spenders.go); absent when none does.
+	Spending *spendingReport `json:"spending,omitempty"`
 }
 
 type pauseReport struct {
@@ -54,6 +57,9 @@ type bucketReport struct {
 	InFlight    int        `json:"in_flight"`
 	InFlightCap int        `json:"in_flight_cap,omitempty"`
 	SlotWaiting int        `json:"slot_waiting"`
+	// Spending is who spends the bucket, what waits and what is refused,
+	// as processes report it (spenders.go); absent when none does.
+	Spending *spendingReport `json:"spending,omitempty"`
 }
 
 type windowReport struct {
@@ -97,20 +103,29 @@ func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClien
 		return nil, err
 	}
 	r := &report{At: now, Prefix: prefix, Scopes: []scopeReport{}}
+	// What the processes report they spend: who spends, per bucket, and
+	// the rates that token buckets' forecasts need.
+	spending, err := readSpending(ctx, client, prefix, scope, now)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range stored {
-		sr, err := gatherScope(ctx, lim, client, prefix, s, now, zone)
+		sr, err := gatherScope(ctx, lim, s, now, zone, bucketRates(spending, s.Scope))
 		if err != nil {
 			return nil, fmt.Errorf("scope %s: %w", s.Scope, err)
 		}
 		r.Scopes = append(r.Scopes, sr)
 	}
+	addSpending(r, spending)
 	if r.Actions, err = gatherActions(ctx, lim, scope); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func gatherScope(ctx context.Context, lim *quota.Limiter, client redis.UniversalClient, prefix string, s ops.StoredScope, now time.Time, zone *time.Location) (scopeReport, error) {
+// gatherScope reads one scope's report; rates are what the processes
+// report they spend per bucket (nil: unknown).
+func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now time.Time, zone *time.Location, rates map[string]float64) (scopeReport, error) {
 	sr := scopeReport{Scope: s.Scope, Hashed: s.Hashed, Buckets: []bucketReport{}}
 	if s.Hashed {
 		// Its keys cannot be named from a hash: list what was found.
@@ -126,8 +141,6 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, client redis.Universal
 		}
 		sr.Pause = pauseIn(p, now)
 	}
-	var rates map[string]float64 // what processes report they spend, read once a token bucket needs it
-	ratesRead := false
 	for _, b := range s.Buckets {
 		br := bucketReport{Bucket: b.Bucket, Windows: []windowReport{}}
 		if b.Paused {
@@ -178,12 +191,6 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, client redis.Universal
 			}
 			if l.Refill > 0 {
 				w.Refill, w.Period = l.Refill, l.Window.String()
-				if !ratesRead {
-					if rates, err = bucketRates(ctx, client, prefix, s.Scope, now); err != nil {
-						return sr, err
-					}
-					ratesRead = true
-				}
 				w.Forecast = forecastBucket(series, rates[b.Bucket], rates != nil, loc)
 			} else {
 				w.Forecast = forecastWindow(series, loc)

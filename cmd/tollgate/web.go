@@ -61,14 +61,7 @@ func (c *cli) web(ctx context.Context, args []string) error {
 			if err != nil {
 				return nil, err
 			}
-			p := page(r)
-			now := time.Now()
-			reports, err := readSpend(ctx, client, conn.prefix, *scope, now)
-			if err != nil {
-				return nil, err
-			}
-			whoSpends(p, reports, now)
-			return p, nil
+			return page(r), nil
 		},
 		Control:  &webControl{lim: lim, conn: conn, wait: *wait},
 		Token:    token,
@@ -171,6 +164,7 @@ func page(r *report) *web.Page {
 			if b.LeasedUntil != nil {
 				wb.LeasedUntil = *b.LeasedUntil
 			}
+			whoSpends(&wb, b.Spending, r.At)
 			for _, w := range b.Windows {
 				ww := web.Window{Name: w.Window, Limit: w.Limit, Quota: w.Quota, Used: w.Used, Held: w.Held, Remaining: w.Remaining,
 					Zone: w.zone, Refill: w.Refill, Period: w.Period}

@@ -17,6 +17,7 @@ const (
 	callerKey   = attribute.Key("tollgate.caller")
 	// thresholdKey is a crossing's threshold, as a fraction: "0.8".
 	thresholdKey = attribute.Key("tollgate.window.threshold")
+	causeKey     = attribute.Key("tollgate.refusal.cause")
 )
 
 // A shape is the keys of an attribute set, but for the scope.
@@ -30,6 +31,7 @@ const (
 	byReasonBucket
 	byState
 	byBucketWindow
+	byBucketCause
 )
 
 // shapeKeys are each shape's keys.
@@ -41,6 +43,7 @@ var shapeKeys = [...][2]attribute.Key{
 	byReasonBucket:   {reasonKey, bucketKey},
 	byState:          {stateKey},
 	byBucketWindow:   {bucketKey, windowKey},
+	byBucketCause:    {bucketKey, causeKey},
 }
 
 // attrs names one set of attributes: a shape and its values, then the

@@ -50,6 +50,7 @@ func (m *Metrics) Instrument(cfg tollgate.Config) tollgate.Config {
 		Paused:      m.paused,
 		Crossed:     m.crossed,
 		Burning:     m.burn,
+		WouldRefuse: m.wouldRefuse,
 	}.Merge(cfg.Trace)
 	return cfg
 }
@@ -96,6 +97,33 @@ func failure(err error) string {
 		return resultUnavailable
 	}
 	return resultError
+}
+
+// wouldRefuse counts a request the Shadow action sent that would have
+// been refused, by the bucket without room and why.
+func (m *Metrics) wouldRefuse(ctx context.Context, d tollgate.Decision) {
+	var qe *tollgate.QuotaError
+	if !errors.As(d.Err, &qe) {
+		return
+	}
+	m.shadow.Add(ctx, 1, m.withCaller(byBucketCause, qe.Bucket, causeOf(qe.Cause), d.Scope, d.Caller).add...)
+}
+
+// causeOf names a refusal's cause, as tollgate status spells it.
+func causeOf(c tollgate.Cause) string {
+	switch c {
+	case tollgate.NoRoom:
+		return "no-room"
+	case tollgate.PausedByUpstream:
+		return "upstream-pause"
+	case tollgate.PausedByOperator:
+		return "operator-pause"
+	case tollgate.CapFull:
+		return "cap"
+	case tollgate.RedisDown:
+		return "redis-down"
+	}
+	return "other"
 }
 
 // waitStarted counts a request that starts waiting for its turn.

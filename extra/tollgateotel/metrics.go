@@ -34,6 +34,7 @@ type Metrics struct {
 	switches    metric.Int64Counter
 	crossings   metric.Int64Counter
 	burning     metric.Int64UpDownCounter
+	shadow      metric.Int64Counter
 
 	redisDown atomic.Bool // decisions fall back on the outage modes
 	remaining remaining   // the quota gauges' reads
@@ -58,6 +59,7 @@ func New(opts ...Option) (*Metrics, error) {
 	m.switches = b.counter("tollgate.redis.switches", "{switch}", "Switches between Redis and the outage modes.")
 	m.crossings = b.counter("tollgate.window.crossings", "{crossing}", "Thresholds of a window's limit crossed (Config.Thresholds), by threshold.")
 	m.burning = b.upDown("tollgate.window.burning", "{window}", "Windows whose burn-rate alert is on: spent before their units come back at the rates of both spans.")
+	m.shadow = b.counter("tollgate.shadow.refusals", "{request}", "Requests the Shadow action sent that would have been refused, by bucket and cause.")
 	available := b.gauge("tollgate.redis.available", "{state}", "1 while decisions go to Redis, 0 while the outage modes decide.")
 	left := b.gauge("tollgate.quota.remaining", "{unit}", "Units left of each limit of a bucket.")
 	limit := b.gauge("tollgate.quota.limit", "{unit}", "Each limit of a bucket, as the Transport enforces it (less the reserve).")

@@ -361,3 +361,21 @@ func TestWindowAlerts(t *testing.T) {
 	tr.Burning(ctx, tollgate.Alert{Scope: "s", Bucket: "pool", Limit: hour, Firing: false})
 	want(t, r.points(t), map[string]float64{burning: 0})
 }
+
+// TestShadowRefusals: the Shadow action's would-be refusals are counted
+// by bucket and cause; the requests are all admitted.
+func TestShadowRefusals(t *testing.T) {
+	r := newRig(t, tollgate.Config{
+		Buckets: testBuckets(3, time.Hour),
+		Policy:  tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Shadow}, nil),
+	})
+	for range 5 {
+		if err := r.get(t, tollgate.WithCaller(context.Background(), "cron"), "/v1/items"); err != nil {
+			t.Fatalf("a request in shadow: %v", err)
+		}
+	}
+	want(t, r.points(t), map[string]float64{
+		"tollgate.shadow.refusals{tollgate.bucket=pool,tollgate.caller=cron,tollgate.refusal.cause=no-room}":                        2,
+		"tollgate.rate_limiting.requests{tollgate.caller=cron,tollgate.endpoint=items.list,tollgate.rate_limiting.result=admitted}": 5,
+	})
+}

@@ -48,3 +48,11 @@ var PauseUpstream any
 // wait, whether anything now stops it. Its Until is zero when none is
 // set.
 var PauseAmong any
+
+// Store is set by package quota: a
+// func(l *quota.Limiter) (redis.UniversalClient, string)
+// that returns the Redis client l decides on and the prefix of its keys
+// (quota.WithPrefix, or quota.DefaultPrefix): where the request path's
+// record of what this process spends (internal/spend) is written, next
+// to the quota it spends.
+var Store any

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/spend"
 )
 
 // Options are what Build needs besides the configuration.
@@ -108,6 +110,10 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 		}
 		tcfg := hooks
 		tcfg.Policy = u.tollgatePolicy()
+		// Each upstream's Transport writes what it spends under a name of
+		// its own (two of one name would overwrite each other's records):
+		// the process's, and the upstream's.
+		tcfg.Name = cmp.Or(hooks.Name, spend.DefaultProcess()) + "/" + u.Name
 		if up.tr, err = p.build(u, opts.Redis, &sender{g: g, base: base}, tcfg); err != nil {
 			g.Close()
 			return nil, fmt.Errorf("gateway: upstream %q: %s", u.Name, oneLine(err.Error()))
