@@ -23,52 +23,44 @@ import (
 // alertEvery is how often the Transport checks the windows it spent in.
 var alertEvery = 5 * time.Second
 
-// An Alert is the burn-rate alert of one window of a bucket in a scope
-// (Trace.Burning), starting or ending: at the rates of spending over two
-// spans of the window's length (a twenty-fourth and a two hundred and
-// eighty-eighth: an hour and five minutes of a day, the multiwindow alert
-// of Google's SRE workbook), the window is spent before its units come
-// back. See docs/foresight.md.
+// An Alert is news of one window of a bucket in a scope, from the checks
+// a Transport makes off the requests' path (see docs/foresight.md):
+//
+//   - a threshold of its limit crossed (Trace.Crossed, Threshold set):
+//     reported once per crossing, per window, per process; a threshold is
+//     crossed again once the window's count has fallen below it (a sliding
+//     window) or the window has reset (a calendar or fixed one);
+//   - its burn-rate alert starting or ending (Trace.Burning, Firing says
+//     which): at the rates of spending over two spans of the window's
+//     length (a twenty-fourth and a two hundred and eighty-eighth: an hour
+//     and five minutes of a day, the multiwindow alert of Google's SRE
+//     workbook), the window is spent before its units come back.
 type Alert struct {
 	// Scope and Bucket name the bucket, e.g. "yt-project-1" and "pool".
 	Scope, Bucket string
 	// Limit is the window's limit as the Transport enforces it, e.g.
 	// 9500/day@America/Los_Angeles.
 	Limit quota.Limit
-	// Firing is true when the alert starts, false when it ends.
-	Firing bool
 	// At is the instant the window was read at, on the limiter's clock.
 	At time.Time
-	// Used is the units counted in the window at At, e.g. 6200.
+	// Used is the units counted in the window at At, e.g. 7700.
 	Used int64
+	// Threshold is, for Trace.Crossed, the fraction of the limit crossed,
+	// one of Config.Thresholds, e.g. 0.8; 0 for Trace.Burning.
+	Threshold float64
+	// Firing is, for Trace.Burning, true when the alert starts and false
+	// when it ends; true for Trace.Crossed.
+	Firing bool
 	// Rate is the units per second spent over the long span, e.g. 0.41;
-	// Span is that span, e.g. an hour.
+	// Span is that span, e.g. an hour. Zero for Trace.Crossed.
 	Rate float64
 	Span time.Duration
 	// Spent is when the window would be spent at Rate; Back when its
 	// units come back (the reset of a calendar or fixed window; for a
 	// sliding one, the first instant after Spent that units leave). Both
-	// zero when the alert ends and the window is not spent early at Rate.
+	// zero for Trace.Crossed, and when a burn-rate alert ends and the
+	// window is not spent early at Rate.
 	Spent, Back time.Time
-}
-
-// A Crossing is a threshold of a window's limit crossed (Trace.Crossed):
-// reported once per crossing, per window, per process; a threshold is
-// crossed again once the window's count has fallen below it (a sliding
-// window) or the window has reset (a calendar or fixed one).
-type Crossing struct {
-	// Scope and Bucket name the bucket, e.g. "yt-project-1" and "pool".
-	Scope, Bucket string
-	// Limit is the window's limit as the Transport enforces it.
-	Limit quota.Limit
-	// Threshold is the fraction of the limit crossed, one of
-	// Config.Thresholds, e.g. 0.8.
-	Threshold float64
-	// Used is the units counted in the window when it was read, e.g.
-	// 7700 of a limit of 9500.
-	Used int64
-	// At is the instant the window was read at, on the limiter's clock.
-	At time.Time
 }
 
 // alerts checks the windows the Transport spent in for the Trace's
@@ -78,7 +70,7 @@ type alerts struct {
 	limits     map[string][]quota.Limit // by bucket, as enforced
 	thresholds *forecast.Thresholds     // nil: Crossed is not traced
 	burning    func(context.Context, Alert)
-	crossed    func(context.Context, Crossing)
+	crossed    func(context.Context, Alert)
 	log        func(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr)
 
 	mu     sync.RWMutex
@@ -206,7 +198,7 @@ func (a *alerts) check(ctx context.Context) {
 		k := forecast.Key{Scope: w.sb.scope, Bucket: w.sb.bucket, Window: w.lim.String()}
 		if a.thresholds != nil {
 			for _, c := range a.thresholds.Observe(k, s.Usage) {
-				a.crossed(ctx, Crossing{Scope: k.Scope, Bucket: k.Bucket, Limit: w.lim, Threshold: c.Threshold, Used: c.Used, At: c.At})
+				a.crossed(ctx, Alert{Scope: k.Scope, Bucket: k.Bucket, Limit: w.lim, Threshold: c.Threshold, Firing: true, Used: c.Used, At: c.At})
 			}
 		}
 		if a.burning == nil || w.lim.Refill > 0 {

@@ -22,13 +22,13 @@ import (
 // alertLog collects what a Trace's alert functions are told.
 type alertLog struct {
 	mu        sync.Mutex
-	crossings []tollgate.Crossing
+	crossings []tollgate.Alert
 	alerts    []tollgate.Alert
 }
 
 func (l *alertLog) trace() tollgate.Trace {
 	return tollgate.Trace{
-		Crossed: func(_ context.Context, c tollgate.Crossing) {
+		Crossed: func(_ context.Context, c tollgate.Alert) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			l.crossings = append(l.crossings, c)
@@ -42,7 +42,7 @@ func (l *alertLog) trace() tollgate.Trace {
 }
 
 // take returns what was told since the last take.
-func (l *alertLog) take() ([]tollgate.Crossing, []tollgate.Alert) {
+func (l *alertLog) take() ([]tollgate.Alert, []tollgate.Alert) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, a := l.crossings, l.alerts

@@ -32,9 +32,12 @@ type Config struct {
 	Scope ScopeFunc
 
 	// Policy chooses what happens to an endpoint's requests when the quota
-	// has no room, and while Redis is down. nil means the zero Policy
-	// (wait up to a minute, fail closed) for every endpoint.
-	Policy PolicyFunc
+	// has no room, and while Redis is down: Policies builds one from a
+	// table, or write your own to choose by the endpoint's cost or
+	// buckets. It is called on every request and must be safe for
+	// concurrent use. nil means the zero Policy (wait up to a minute, fail
+	// closed) for every endpoint.
+	Policy func(endpoint costs.Endpoint) Policy
 
 	// Routes are tried in order by endpoints whose policy is Failover.
 	Routes []Route
@@ -108,7 +111,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// checkPolicies asks the PolicyFunc for the policy of every rule in the
+// checkPolicies asks Config.Policy for the policy of every rule in the
 // cost table and checks that each can be followed (local: with a FailLocal
 // limiter).
 func checkPolicies(cfg *Config, local bool) error {

@@ -44,7 +44,7 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 	}
 	downClient := limiterOn(t, quickClient(t, "127.0.0.1:1")) // nothing listens there
 
-	var brokenPolicy atomic.Bool // a PolicyFunc that turns bad after New checked it
+	var brokenPolicy atomic.Bool // a Config.Policy that turns bad after New checked it
 	var cancelWait context.CancelFunc
 	cases := []struct {
 		name    string

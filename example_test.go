@@ -119,7 +119,7 @@ func Example() {
 
 // While Redis is down, let cheap calls through unmetered but stop the
 // expensive ones, which could drain the quota unseen.
-func ExamplePolicyFunc() {
+func ExampleConfig_policy() {
 	api := fakeAPI()
 	defer api.Close()
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialerRetries: 1, MaxRetries: -1}) // nothing listens here

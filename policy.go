@@ -117,13 +117,9 @@ func (p Policy) waitLimit() time.Duration {
 	return p.MaxWait
 }
 
-// A PolicyFunc chooses the policy of an endpoint's requests. It is called on
-// every request and must be safe for concurrent use.
-type PolicyFunc func(endpoint costs.Endpoint) Policy
-
-// Policies returns a PolicyFunc that applies byEndpoint[name] to the
+// Policies returns a Config.Policy that applies byEndpoint[name] to the
 // endpoint of that name and def to the others.
-func Policies(def Policy, byEndpoint map[string]Policy) PolicyFunc {
+func Policies(def Policy, byEndpoint map[string]Policy) func(endpoint costs.Endpoint) Policy {
 	return func(e costs.Endpoint) Policy {
 		if p, ok := byEndpoint[e.Name]; ok {
 			return p

@@ -15,7 +15,7 @@ import (
 
 // priorityTable has a live endpoint and a backfill one, each 10 units of
 // the pool; the backfill's policy makes it background.
-func priorityTable(t *testing.T) (*costs.Table, tollgate.PolicyFunc) {
+func priorityTable(t *testing.T) (*costs.Table, func(costs.Endpoint) tollgate.Policy) {
 	t.Helper()
 	tab, err := costs.New(costs.Spec{
 		Buckets: []string{"pool"},

@@ -88,7 +88,7 @@ type Trace struct {
 	// its last read (none while it is idle); both run on that goroutine,
 	// with a context of its own. See docs/foresight.md.
 	Burning func(ctx context.Context, a Alert)
-	Crossed func(ctx context.Context, c Crossing)
+	Crossed func(ctx context.Context, a Alert)
 }
 
 // Merge returns a Trace whose every field calls t's function, then u's.

@@ -54,7 +54,7 @@ type clock struct{ now func() time.Time }
 // matching ErrConfig, everything that would make a request fail for want
 // of configuration: a missing Limiter or Costs, a bucket the table charges
 // without limits in Buckets, limits or reserves that leave no room, a
-// route with nowhere to go, and a policy (as PolicyFunc gives it for each
+// route with nowhere to go, and a policy (as Config.Policy gives it for each
 // rule of the table) that needs Routes, Local or LocalShare when they are
 // not set.
 func New(cfg Config) (*Transport, error) {

@@ -204,7 +204,7 @@ func (m *Metrics) switched(ctx context.Context, s tollgate.Switch) {
 
 // crossed counts a threshold of a window's limit crossed. Crossings are
 // rare (a few a window), so their attribute sets are built each time.
-func (m *Metrics) crossed(ctx context.Context, c tollgate.Crossing) {
+func (m *Metrics) crossed(ctx context.Context, c tollgate.Alert) {
 	m.crossings.Add(ctx, 1, metric.WithAttributes(m.windowAttrs(c.Scope, c.Bucket, c.Limit,
 		thresholdKey.String(strconv.FormatFloat(c.Threshold, 'g', -1, 64)))...))
 }

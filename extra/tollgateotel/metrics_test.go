@@ -350,8 +350,8 @@ func TestWindowAlerts(t *testing.T) {
 	tr := r.metrics.Instrument(tollgate.Config{}).Trace
 	ctx := context.Background()
 	hour := quota.PerWindow(1000, time.Hour)
-	tr.Crossed(ctx, tollgate.Crossing{Scope: "s", Bucket: "pool", Limit: hour, Threshold: 0.8, Used: 810})
-	tr.Crossed(ctx, tollgate.Crossing{Scope: "s", Bucket: "pool", Limit: hour, Threshold: 0.95, Used: 960})
+	tr.Crossed(ctx, tollgate.Alert{Scope: "s", Bucket: "pool", Limit: hour, Threshold: 0.8, Used: 810})
+	tr.Crossed(ctx, tollgate.Alert{Scope: "s", Bucket: "pool", Limit: hour, Threshold: 0.95, Used: 960})
 	tr.Burning(ctx, tollgate.Alert{Scope: "s", Bucket: "pool", Limit: hour, Firing: true})
 	crossings := "tollgate.window.crossings{tollgate.bucket=pool,tollgate.window=1h0m0s,tollgate.window.threshold=%s}"
 	burning := "tollgate.window.burning{tollgate.bucket=pool,tollgate.window=1h0m0s}"

@@ -367,8 +367,8 @@ func (p *Policy) policy() (tollgate.Policy, error) {
 	return out, nil
 }
 
-// tollgatePolicy returns the upstream's PolicyFunc; nil for the defaults.
-func (u *Upstream) tollgatePolicy() tollgate.PolicyFunc {
+// tollgatePolicy returns the upstream's Config.Policy; nil for the defaults.
+func (u *Upstream) tollgatePolicy() func(costs.Endpoint) tollgate.Policy {
 	if u.Policy == nil {
 		return nil
 	}
