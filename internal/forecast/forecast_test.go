@@ -283,7 +283,7 @@ func TestText(t *testing.T) {
 		{"day lasts", quota.Usage{Limit: day, Now: now}, nil, 0.5,
 			"at this rate, not spent before the reset on Fri Nov 27 at 00:00 PST: it would take 3m more"},
 		{"day spent already", quota.Usage{Limit: day, Now: now, Used: 35880}, nil, 0,
-			"at this rate, spent at 04:07:00 PST, 19h53m before the reset"},
+			"spent already, 19h53m before the reset"},
 		// Nothing counted, 60 a minute at 1 unit a second: full at 04:08,
 		// and from then on units leave as fast as they come.
 		{"sliding, full for good", quota.Usage{Limit: quota.PerWindow(60, time.Minute), Now: now}, nil, 1,

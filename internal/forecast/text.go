@@ -14,6 +14,10 @@ func (f Forecast) Text(loc *time.Location) string {
 	switch {
 	case f.Kind == "bucket":
 		return "a token bucket: see its level"
+	case f.Early && !f.Spent.After(f.Now) && f.Kind == "sliding":
+		return fmt.Sprintf("spent already, %s before units come back", Duration(f.Before()))
+	case f.Early && !f.Spent.After(f.Now):
+		return fmt.Sprintf("spent already, %s before the reset", Duration(f.Before()))
 	case f.Early && f.Kind == "sliding":
 		if d := f.Before(); d >= time.Second {
 			return fmt.Sprintf("at this rate, spent %s, %s before units come back", when(f.Spent, f.Now, loc), Duration(d))
