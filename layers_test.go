@@ -39,7 +39,7 @@ func TestInternalNeverImportsRoot(t *testing.T) {
 			t.Errorf("%s depends on the root package", pkg)
 		}
 	}
-	for _, want := range []string{"caps", "keypart", "learn", "lease", "meter", "notices", "outage", "remember", "provider", "spend"} {
+	for _, want := range []string{"caps", "keypart", "keyscan", "learn", "lease", "meter", "notices", "outage", "remember", "provider", "spend"} {
 		if !slices.Contains(listed, root+"/internal/"+want) {
 			t.Errorf("go list did not list internal/%s; it listed %q", want, listed)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/internal/keyscan"
 	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/quota/internal/access"
 )
@@ -99,7 +100,7 @@ func (l *Limiter) resume(ctx context.Context, scope, bucket string) (int, error)
 	sk := l.scopeKey(scope)
 	keys := []string{pauseKey(sk, bucket), pauseKey(sk, bucket) + ":why", pauseKey(sk, bucket) + "-up"}
 	if bucket == "" {
-		found, err := l.scanScope(ctx, scope, globEscape(sk)+"*:pause")
+		found, err := l.scanScope(ctx, scope, keyscan.Glob(sk)+"*:pause")
 		if err != nil {
 			return 0, err
 		}

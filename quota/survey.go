@@ -5,10 +5,10 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/internal/keyscan"
 	"github.com/tollgate/tollgate/quota/internal/access"
 )
 
@@ -26,7 +26,7 @@ type (
 // It returns nothing, and no error, when there are no such keys. A
 // bucket's gate while its limit is learned is not listed.
 func (l *Limiter) survey(ctx context.Context, scope string) ([]storedScope, error) {
-	match := globEscape(l.prefix) + "{*}:*"
+	match := keyscan.Glob(l.prefix) + "{*}:*"
 	var keys []string
 	var err error
 	if scope != "" {
@@ -34,7 +34,7 @@ func (l *Limiter) survey(ctx context.Context, scope string) ([]storedScope, erro
 		if strings.HasPrefix(scope, "#") {
 			part = scope // a hash, as survey shows it
 		}
-		keys, err = l.scanSlot(ctx, l.prefix+"{"+part+"}:", globEscape(l.prefix+"{"+part+"}:")+"*")
+		keys, err = l.scanSlot(ctx, l.prefix+"{"+part+"}:", keyscan.Glob(l.prefix+"{"+part+"}:")+"*")
 	} else {
 		keys, err = l.scanAll(ctx, match)
 	}
@@ -163,37 +163,9 @@ func splitKey(prefix, key string) (part, rest string, ok bool) {
 	return part, rest, ok && part != ""
 }
 
-// globEscape escapes s for a SCAN MATCH pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-// scanAll returns the keys matching a pattern on every node: every
-// master of a cluster, every shard of a ring.
+// scanAll returns the keys matching a pattern on every node.
 func (l *Limiter) scanAll(ctx context.Context, match string) ([]string, error) {
-	var mu sync.Mutex
-	var out []string
-	each := func(ctx context.Context, c redis.UniversalClient) error {
-		keys, err := scan(ctx, c, match)
-		mu.Lock()
-		out = append(out, keys...)
-		mu.Unlock()
-		return err
-	}
-	switch c := l.client.(type) {
-	case *redis.ClusterClient:
-		return out, c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return each(ctx, n) })
-	case *redis.Ring:
-		return out, c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return each(ctx, n) })
-	}
-	return out, each(ctx, l.client)
+	return keyscan.All(ctx, l.client, match)
 }
 
 // scanSlot returns the keys matching a pattern on the node holding key.
@@ -204,11 +176,11 @@ func (l *Limiter) scanSlot(ctx context.Context, key, match string) ([]string, er
 		if err != nil {
 			return nil, err
 		}
-		return scan(ctx, n, match)
+		return keyscan.Node(ctx, n, match)
 	case *redis.Ring:
 		return l.scanAll(ctx, match)
 	}
-	return scan(ctx, l.client, match)
+	return keyscan.Node(ctx, l.client, match)
 }
 
 // scanScope returns the keys of scope matching a pattern.
@@ -218,21 +190,4 @@ func (l *Limiter) scanScope(ctx context.Context, scope, match string) ([]string,
 		return nil, redisError(ctx, "scan", err)
 	}
 	return keys, nil
-}
-
-// scan walks one node's keys matching a pattern with SCAN.
-func scan(ctx context.Context, c redis.UniversalClient, match string) ([]string, error) {
-	var out []string
-	var cursor uint64
-	for {
-		keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
-		if err != nil {
-			return out, err
-		}
-		out = append(out, keys...)
-		if next == 0 {
-			return out, nil
-		}
-		cursor = next
-	}
 }

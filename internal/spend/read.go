@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/internal/keypart"
+	"github.com/tollgate/tollgate/internal/keyscan"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -149,42 +149,18 @@ func Read(ctx context.Context, client redis.UniversalClient, prefix, scope strin
 // shard of a ring), ordered by scope then process.
 func ReadAll(ctx context.Context, client redis.UniversalClient, prefix string, now time.Time) ([]Report, error) {
 	prefix = cmp.Or(prefix, quota.DefaultPrefix)
-	match := globEscape(prefix) + "{*}:spenders"
-	var mu sync.Mutex
-	var parts []string
-	each := func(ctx context.Context, c redis.UniversalClient) error {
-		var cursor uint64
-		for {
-			keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			for _, k := range keys {
-				if p, ok := strings.CutPrefix(k, prefix+"{"); ok {
-					if p, ok := strings.CutSuffix(p, "}:spenders"); ok && p != "" && !strings.Contains(p, "}") {
-						parts = append(parts, p)
-					}
-				}
-			}
-			mu.Unlock()
-			if next == 0 {
-				return nil
-			}
-			cursor = next
-		}
-	}
-	var err error
-	switch c := client.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return each(ctx, n) })
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return each(ctx, n) })
-	default:
-		err = each(ctx, client)
-	}
+	match := keyscan.Glob(prefix) + "{*}:spenders"
+	keys, err := keyscan.All(ctx, client, match)
 	if err != nil {
 		return nil, fmt.Errorf("spend: scanning: %w", err)
+	}
+	var parts []string
+	for _, k := range keys {
+		if p, ok := strings.CutPrefix(k, prefix+"{"); ok {
+			if p, ok := strings.CutSuffix(p, "}:spenders"); ok && p != "" && !strings.Contains(p, "}") {
+				parts = append(parts, p)
+			}
+		}
 	}
 	slices.Sort(parts)
 	return read(ctx, client, prefix, slices.Compact(parts), now)
@@ -288,18 +264,6 @@ func parse(s, part, member string) (Report, error) {
 		rep.Refused = append(rep.Refused, Refused{e.Bucket, e.Endpoint, e.Caller, Cause(e.Cause), e.N})
 	}
 	return rep, nil
-}
-
-// globEscape escapes s for a SCAN MATCH pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // A Summary is what the reports say of one bucket of one scope; the
