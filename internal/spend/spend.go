@@ -239,23 +239,7 @@ func (r *Recorder) Spend(scope, bucket, endpoint, caller string, units int64) {
 	if r == nil || units == 0 {
 		return
 	}
-	k := spendKey{scope, bucket, endpoint, caller}
-	r.mu.RLock()
-	c := r.spent[k]
-	if c != nil {
-		c.pending.Add(units)
-		r.mu.RUnlock()
-		return
-	}
-	r.mu.RUnlock()
-	r.mu.Lock()
-	c = r.spent[k]
-	if c == nil {
-		c = &counter{}
-		r.spent[k] = c
-	}
-	c.pending.Add(units)
-	r.mu.Unlock()
+	add(&r.mu, r.spent, spendKey{scope, bucket, endpoint, caller}, units)
 }
 
 // Refuse counts one request to endpoint refused for cause: bucket is the
@@ -265,23 +249,28 @@ func (r *Recorder) Refuse(scope, bucket, endpoint, caller string, cause Cause) {
 	if r == nil {
 		return
 	}
-	k := refuseKey{scope, bucket, endpoint, caller, cause}
-	r.mu.RLock()
-	c := r.refused[k]
-	if c != nil {
-		c.pending.Add(1)
-		r.mu.RUnlock()
+	add(&r.mu, r.refused, refuseKey{scope, bucket, endpoint, caller, cause}, 1)
+}
+
+// add adds n to m's counter for k, made on first use. A key seen before
+// takes the read lock only and allocates nothing; the add happens under
+// the lock, so that a flush dropping idle counters never loses it.
+func add[K comparable](mu *sync.RWMutex, m map[K]*counter, k K, n int64) {
+	mu.RLock()
+	if c := m[k]; c != nil {
+		c.pending.Add(n)
+		mu.RUnlock()
 		return
 	}
-	r.mu.RUnlock()
-	r.mu.Lock()
-	c = r.refused[k]
+	mu.RUnlock()
+	mu.Lock()
+	c := m[k]
 	if c == nil {
 		c = &counter{}
-		r.refused[k] = c
+		m[k] = c
 	}
-	c.pending.Add(1)
-	r.mu.Unlock()
+	c.pending.Add(n)
+	mu.Unlock()
 }
 
 // A Wait is one request's wait, from BeginWait to End. Its zero value
