@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(announcedChildEnv); cfg != "" {
 		os.Exit(announcedChild(cfg))
 	}
+	if cfg := os.Getenv(spendChildEnv); cfg != "" {
+		os.Exit(spendChild(cfg))
+	}
 	os.Exit(m.Run())
 }
 
