@@ -162,7 +162,9 @@ func overTime(w Window, now time.Time) chart {
 	if w.Quota > w.Limit {
 		c.Rects = append(c.Rects, rect{X: padLeft, Y: y(float64(w.Quota)), W: plotW, H: y(float64(w.Limit)) - y(float64(w.Quota)), Class: "reserve"})
 		c.Lines = append(c.Lines, line{X1: padLeft, Y1: y(float64(w.Quota)), X2: right, Y2: y(float64(w.Quota)), Class: "quota"})
-		c.Texts = append(c.Texts, text{X: padLeft - 4, Y: y(float64(w.Quota)) + 4, Anchor: "end", Class: "lbl", Text: strconv.FormatInt(w.Quota, 10)})
+		if y(float64(w.Limit))-y(float64(w.Quota)) >= 10 { // else the labels overlap: the limit's is the one that counts
+			c.Texts = append(c.Texts, text{X: padLeft - 4, Y: y(float64(w.Quota)) + 4, Anchor: "end", Class: "lbl", Text: strconv.FormatInt(w.Quota, 10)})
+		}
 	}
 	c.Lines = append(c.Lines, line{X1: padLeft, Y1: y(float64(w.Limit)), X2: right, Y2: y(float64(w.Limit)), Class: "limit"})
 	c.Texts = append(c.Texts,
