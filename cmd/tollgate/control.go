@@ -47,15 +47,7 @@ func (c *cli) pause(ctx context.Context, args []string) error {
 		return err
 	}
 	defer client.Close()
-	if err := known(ctx, lim, conn, *scope, *bucket); err != nil {
-		return err
-	}
-	var p quota.Paused
-	reach, err := ops.New(lim).Confirm(ctx, *wait, func(ctx context.Context) error {
-		var err error
-		p, err = lim.PauseBecause(ctx, *scope, *bucket, *d, *reason)
-		return err
-	})
+	p, reach, err := pauseConfirmed(ctx, lim, conn, *scope, *bucket, *d, *reason, *wait)
 	if err != nil {
 		return err
 	}
@@ -108,15 +100,7 @@ func (c *cli) resume(ctx context.Context, args []string) error {
 		return err
 	}
 	defer client.Close()
-	if err := known(ctx, lim, conn, *scope, *bucket); err != nil {
-		return err
-	}
-	var lifted int
-	reach, err := ops.New(lim).Confirm(ctx, *wait, func(ctx context.Context) error {
-		var err error
-		lifted, err = ops.New(lim).Resume(ctx, *scope, *bucket)
-		return err
-	})
+	lifted, reach, err := resumeConfirmed(ctx, lim, conn, *scope, *bucket, *wait)
 	if err != nil {
 		return err
 	}
@@ -186,6 +170,37 @@ func (c *cli) spend(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "recorded %d units spent in %s, in %s\n", *units, target(*scope, *bucket), count(len(limits), "window"))
 	return c.record(ctx, lim, client, ops.Action{By: who, What: "spend", Scope: *scope, Bucket: *bucket, Units: *units, Why: strings.TrimSpace(*reason)})
+}
+
+// pauseConfirmed pauses scope (bucket "": all of it) for d, once Redis is
+// found to hold it, and waits up to wait for the processes listening to
+// apply the pause: what `tollgate pause` and the page's button do.
+func pauseConfirmed(ctx context.Context, lim *quota.Limiter, conn *connection, scope, bucket string, d time.Duration, reason string, wait time.Duration) (quota.Paused, ops.Reach, error) {
+	if err := known(ctx, lim, conn, scope, bucket); err != nil {
+		return quota.Paused{}, ops.Reach{}, err
+	}
+	var p quota.Paused
+	reach, err := ops.New(lim).Confirm(ctx, wait, func(ctx context.Context) error {
+		var err error
+		p, err = lim.PauseBecause(ctx, scope, bucket, d, reason)
+		return err
+	})
+	return p, reach, err
+}
+
+// resumeConfirmed lifts the pauses of scope (bucket "": the scope's and
+// every bucket's) as pauseConfirmed sets one, and says how many it lifted.
+func resumeConfirmed(ctx context.Context, lim *quota.Limiter, conn *connection, scope, bucket string, wait time.Duration) (int, ops.Reach, error) {
+	if err := known(ctx, lim, conn, scope, bucket); err != nil {
+		return 0, ops.Reach{}, err
+	}
+	var lifted int
+	reach, err := ops.New(lim).Confirm(ctx, wait, func(ctx context.Context) error {
+		var err error
+		lifted, err = ops.New(lim).Resume(ctx, scope, bucket)
+		return err
+	})
+	return lifted, reach, err
 }
 
 // known checks that Redis holds the scope, and the bucket when one is

@@ -116,13 +116,7 @@ func (w *webControl) Pause(ctx context.Context, scope, bucket string, d time.Dur
 	if len(reason) > quotapath.MaxReason {
 		return fmt.Errorf("the reason is %d bytes; at most %d", len(reason), quotapath.MaxReason)
 	}
-	if err := known(ctx, w.lim, w.conn, scope, bucket); err != nil {
-		return err
-	}
-	reach, err := ops.New(w.lim).Confirm(ctx, w.wait, func(ctx context.Context) error {
-		_, err := w.lim.PauseBecause(ctx, scope, bucket, d, reason)
-		return err
-	})
+	_, reach, err := pauseConfirmed(ctx, w.lim, w.conn, scope, bucket, d, reason, w.wait)
 	if err != nil {
 		return err
 	}
@@ -131,13 +125,7 @@ func (w *webControl) Pause(ctx context.Context, scope, bucket string, d time.Dur
 
 // Resume resumes as `tollgate resume` does.
 func (w *webControl) Resume(ctx context.Context, scope, bucket string) error {
-	if err := known(ctx, w.lim, w.conn, scope, bucket); err != nil {
-		return err
-	}
-	reach, err := ops.New(w.lim).Confirm(ctx, w.wait, func(ctx context.Context) error {
-		_, err := ops.New(w.lim).Resume(ctx, scope, bucket)
-		return err
-	})
+	_, reach, err := resumeConfirmed(ctx, w.lim, w.conn, scope, bucket, w.wait)
 	if err != nil {
 		return err
 	}
