@@ -1,12 +1,18 @@
 -- binary.lua: the fixed-width fields of a window's meta (log.lua says what
--- they hold), packed and unpacked in one C call each by the struct library
--- that Redis's Lua carries.
+-- they hold) and of a token bucket's state and span (bucket.lua), packed
+-- and unpacked in one C call each by the struct library that Redis's Lua
+-- carries.
 --
 -- Provides: spack(fmt, ...), sunpack(fmt, s, pos), META (the meta's
 -- fields), HEAD (their length, "#3:" included), PZ (where the pause field
 -- starts), BUFFER (the most closed slices a meta holds, and how many one
--- push takes to the log), ENTRY (an entry of the log, and a closed slice).
+-- push takes to the log), ENTRY (an entry of the log, and a closed slice);
+-- BUCKET, BUCKET_LEN, UNKNOWN, SPAN, SPAN_LEN (a bucket's).
 -- Needs: nothing; it comes first, or after clock.lua.
+--
+-- Only values are defined here, no functions: every script runs this part
+-- at each call, and a function defined is a closure made (bucket.lua's
+-- come after the common decisions, which need none of them).
 --
 -- Every field is a big-endian 8-byte integer ("i8"; Lua's doubles hold
 -- them exactly up to 2^53) but the count of closed slices ("B", a byte).
@@ -22,6 +28,19 @@ local ENTRY = '>i8i8'
 local HEAD = 3 + 81 -- "#3:", ten fields of 8 bytes, one of 1
 local PZ = 3 + 33 + 8 + 1 -- the pause field, after at, units, sum, end, closed, until
 local BUFFER = 8
+
+-- A token bucket's state (bucket.lua): "#3r:" then five such integers.
+-- UNKNOWN marks its units at tail as no longer known.
+local BUCKET = '>i8i8i8i8i8'
+local BUCKET_LEN = 4 + 40
+local UNKNOWN = 2 ^ 52
+
+-- A bucket's span (quota's prepared.go): "r", then big-endian 8-byte
+-- integers: the period (µs), the refill, and the lengths of its state
+-- key's start that name its bucket ("<prefix>{S}:B:") and its scope
+-- ("<prefix>{S}:"), after which its pause keys are named.
+local SPAN = '>i8i8i8i8'
+local SPAN_LEN = 1 + 32
 
 local spack, sunpack
 local lib = rawget(_G, 'struct') -- rawget: scripts may not name missing globals

@@ -44,20 +44,9 @@
 -- upstream spent more) adds its worth to the debt whatever the level:
 -- later calls wait for it.
 
-local BUCKET = '>i8i8i8i8i8'
-local BUCKET_LEN = 4 + 40
-local UNKNOWN = 2 ^ 52
-
 local function bucket_error(key)
   error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0)
 end
-
--- A bucket's span (quota's prepared.go): "r", then big-endian 8-byte
--- integers: the period (µs), the refill, and the lengths of its state
--- key's start that name its bucket ("<prefix>{S}:B:") and its scope
--- ("<prefix>{S}:"), after which its pause keys are named.
-local SPAN = '>i8i8i8i8'
-local SPAN_LEN = 1 + 32
 
 -- A bucket named by span, its state in key. C (the capacity) is the
 -- caller's to set.

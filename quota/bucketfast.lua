@@ -4,7 +4,9 @@
 -- Provides: nothing; it returns fast.lua's reply (8-byte big-endian
 -- integers: now, and per limit the units out of the bucket before this
 -- call, as a window's sum), or falls through to fast.lua.
--- Needs: binary.lua, bucket.lua. KEYS and ARGV are reserve.lua's.
+-- Needs: binary.lua (it comes before bucket.lua: the common decision
+-- writes out what it needs, and makes no closure). KEYS and ARGV are
+-- reserve.lua's.
 --
 -- Every limit of the decision a bucket (its span "r..."), e.g. a model's
 -- requests, input tokens and output tokens a minute; the server's clock
@@ -15,51 +17,10 @@
 -- falls through to the general decision, which decides the same way in
 -- every case (bucket.lua's bucket_fit and bucket_admit, written out here).
 
-if #ARGV == 6 and string.byte(ARGV[6], 1) == 114 and #ARGV[6] == SPAN_LEN then
-  -- One bucket, the commonest: written out with no table.
-  local now
-  if ARGV[1] == '' then
-    local t = redis.call('TIME')
-    now = t[1] * 1000000 + t[2]
-  else
-    now = tonumber(ARGV[1])
-  end
-  -- The pauses, named after the state's key (bucket.lua's SPAN): its
-  -- bucket's, its scope's.
-  local p, rate, bl, sl = sunpack(SPAN, ARGV[6], 2)
-  local key = KEYS[1]
-  local r = redis.call('MGET', key, string.sub(key, 1, bl) .. 'pause', string.sub(key, 1, sl) .. 'pause')
-  local m = r[1]
-  if now >= 1e15 and not r[2] and not r[3] and (not m or (#m == BUCKET_LEN and string.sub(m, 1, 4) == '#3r:')) then
-    local u, s, tail, tn, prev = 0, 0, 0, 0, 0
-    if m then u, s, tail, tn, prev = sunpack(BUCKET, m, 5) end
-    if u <= now and tail <= now then
-      local d = 0
-      if s > 0 and (now - u) * rate < s then d = s - (now - u) * rate end
-      if d <= tonumber(ARGV[5]) * p then
-        local need = tonumber(ARGV[4])
-        s = d + need * p
-        if now > tail then
-          prev, tail, tn = tail, now, need
-        elseif tn < UNKNOWN then
-          tn = tn + need
-        end
-        local ms = math.floor((math.ceil(s / rate) + p) / 1000) + 1000
-        redis.call('SET', KEYS[1], '#3r:' .. spack(BUCKET, now, s, tail, tn, prev), 'PX', ms)
-        return spack('>i8i8', now, math.ceil(d / p))
-      end
-    end
-  end
-else
-  local nb = (#ARGV - 3) / 3
-  local all = nb >= 1
-  for i = 1, nb do
-    if string.byte(ARGV[3 * i + 3], 1) ~= 114 or #ARGV[3 * i + 3] ~= SPAN_LEN then -- 'r'
-      all = false
-      break
-    end
-  end
-  if all then
+local first = ARGV[6] -- the first limit's span: a bucket's begins "r"
+if first and string.byte(first, 1) == 114 then
+  if #ARGV == 6 and #first == SPAN_LEN then
+    -- One bucket, the commonest: written out with no table.
     local now
     if ARGV[1] == '' then
       local t = redis.call('TIME')
@@ -67,64 +28,108 @@ else
     else
       now = tonumber(ARGV[1])
     end
-    -- The states, then the pauses, named after the states' keys: each
-    -- bucket's, and the scope's.
-    local names = {}
-    local sl
-    for i = 1, nb do
-      local _, _, bl, l = sunpack(SPAN, ARGV[3 * i + 3], 2)
-      sl = l
-      names[i] = KEYS[i]
-      names[nb + i] = string.sub(KEYS[i], 1, bl) .. 'pause'
+    -- The pauses, named after the state's key (bucket.lua's SPAN): its
+    -- bucket's, its scope's.
+    local p, rate, bl, sl = sunpack(SPAN, ARGV[6], 2)
+    local key = KEYS[1]
+    local r = redis.call('MGET', key, string.sub(key, 1, bl) .. 'pause', string.sub(key, 1, sl) .. 'pause')
+    local m = r[1]
+    if now >= 1e15 and not r[2] and not r[3] and (not m or (#m == BUCKET_LEN and string.sub(m, 1, 4) == '#3r:')) then
+      local u, s, tail, tn, prev = 0, 0, 0, 0, 0
+      if m then u, s, tail, tn, prev = sunpack(BUCKET, m, 5) end
+      if u <= now and tail <= now then
+        local d = 0
+        if s > 0 and (now - u) * rate < s then d = s - (now - u) * rate end
+        if d <= tonumber(ARGV[5]) * p then
+          local need = tonumber(ARGV[4])
+          s = d + need * p
+          if now > tail then
+            prev, tail, tn = tail, now, need
+          elseif tn < UNKNOWN then
+            tn = tn + need
+          end
+          local ms = math.floor((math.ceil(s / rate) + p) / 1000) + 1000
+          redis.call('SET', KEYS[1], '#3r:' .. spack(BUCKET, now, s, tail, tn, prev), 'PX', ms)
+          return spack('>i8i8', now, math.ceil(d / p))
+        end
+      end
     end
-    local nread = 2 * nb + 1
-    names[nread] = string.sub(KEYS[1], 1, sl) .. 'pause'
-    local r = redis.call('MGET', unpack(names))
-    local go = now >= 1e15
-    for i = nb + 1, nread do
-      if r[i] then go = false end
-    end
-    local st = {}
+  else
+    local nb = (#ARGV - 3) / 3
+    local all = nb >= 1
     for i = 1, nb do
-      if not go then break end
-      local m = r[i]
-      local x = {u = 0, s = 0, tail = 0, tn = 0, prev = 0, d = 0}
-      x.p, x.rate = sunpack(SPAN, ARGV[3 * i + 3], 2)
-      if m then
-        if #m ~= BUCKET_LEN or string.sub(m, 1, 4) ~= '#3r:' then
+      if string.byte(ARGV[3 * i + 3], 1) ~= 114 or #ARGV[3 * i + 3] ~= SPAN_LEN then -- 'r'
+        all = false
+        break
+      end
+    end
+    if all then
+      local now
+      if ARGV[1] == '' then
+        local t = redis.call('TIME')
+        now = t[1] * 1000000 + t[2]
+      else
+        now = tonumber(ARGV[1])
+      end
+      -- The states, then the pauses, named after the states' keys: each
+      -- bucket's, and the scope's.
+      local names = {}
+      local sl
+      for i = 1, nb do
+        local _, _, bl, l = sunpack(SPAN, ARGV[3 * i + 3], 2)
+        sl = l
+        names[i] = KEYS[i]
+        names[nb + i] = string.sub(KEYS[i], 1, bl) .. 'pause'
+      end
+      local nread = 2 * nb + 1
+      names[nread] = string.sub(KEYS[1], 1, sl) .. 'pause'
+      local r = redis.call('MGET', unpack(names))
+      local go = now >= 1e15
+      for i = nb + 1, nread do
+        if r[i] then go = false end
+      end
+      local st = {}
+      for i = 1, nb do
+        if not go then break end
+        local m = r[i]
+        local x = {u = 0, s = 0, tail = 0, tn = 0, prev = 0, d = 0}
+        x.p, x.rate = sunpack(SPAN, ARGV[3 * i + 3], 2)
+        if m then
+          if #m ~= BUCKET_LEN or string.sub(m, 1, 4) ~= '#3r:' then
+            go = false
+            break
+          end
+          x.u, x.s, x.tail, x.tn, x.prev = sunpack(BUCKET, m, 5)
+        end
+        -- The debt at now, which must leave room: no hold waits (u, tail
+        -- <= now).
+        if x.u > now or x.tail > now then
           go = false
           break
         end
-        x.u, x.s, x.tail, x.tn, x.prev = sunpack(BUCKET, m, 5)
-      end
-      -- The debt at now, which must leave room: no hold waits (u, tail
-      -- <= now).
-      if x.u > now or x.tail > now then
-        go = false
-        break
-      end
-      if x.s > 0 and (now - x.u) * x.rate < x.s then x.d = x.s - (now - x.u) * x.rate end
-      if x.d > tonumber(ARGV[3 * i + 2]) * x.p then
-        go = false
-        break
-      end
-      st[i] = x
-    end
-    if go then
-      local reply = spack('>i8', now)
-      for i = 1, nb do
-        local x, need = st[i], tonumber(ARGV[3 * i + 1])
-        local s = x.d + need * x.p
-        if now > x.tail then
-          x.prev, x.tail, x.tn = x.tail, now, need
-        elseif x.tn < UNKNOWN then
-          x.tn = x.tn + need
+        if x.s > 0 and (now - x.u) * x.rate < x.s then x.d = x.s - (now - x.u) * x.rate end
+        if x.d > tonumber(ARGV[3 * i + 2]) * x.p then
+          go = false
+          break
         end
-        local ms = math.floor((math.ceil(s / x.rate) + x.p) / 1000) + 1000
-        redis.call('SET', KEYS[i], '#3r:' .. spack(BUCKET, now, s, x.tail, x.tn, x.prev), 'PX', ms)
-        reply = reply .. spack('>i8', math.ceil(x.d / x.p))
+        st[i] = x
       end
-      return reply
+      if go then
+        local reply = spack('>i8', now)
+        for i = 1, nb do
+          local x, need = st[i], tonumber(ARGV[3 * i + 1])
+          local s = x.d + need * x.p
+          if now > x.tail then
+            x.prev, x.tail, x.tn = x.tail, now, need
+          elseif x.tn < UNKNOWN then
+            x.tn = x.tn + need
+          end
+          local ms = math.floor((math.ceil(s / x.rate) + x.p) / 1000) + 1000
+          redis.call('SET', KEYS[i], '#3r:' .. spack(BUCKET, now, s, x.tail, x.tn, x.prev), 'PX', ms)
+          reply = reply .. spack('>i8', math.ceil(x.d / x.p))
+        end
+        return reply
+      end
     end
   end
 end

@@ -67,9 +67,12 @@ var (
 var logParts = bucketPart + logPart + bucketLogPart
 
 var (
-	// reserveScript decides a call: fast.lua takes the common case before
-	// the log code is even defined; reserve.lua every other.
-	reserveScript = newScript(binaryPart + bucketPart + bucketFastPart + fastPart + logPart + bucketLogPart + decidePart + reservePart)
+	// reserveScript decides a call: bucketfast.lua and fast.lua take the
+	// common cases (buckets alone, windows) before any function of the
+	// general code is made (each definition is a closure made at every
+	// call, which cost a window's decision a seventh of its
+	// instructions); reserve.lua every other.
+	reserveScript = newScript(binaryPart + bucketFastPart + fastPart + logParts + decidePart + reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
 	backgroundScript = newScript(clockPart + binaryPart + logParts + decidePart + roomPart + backgroundPart)
