@@ -26,14 +26,15 @@
 -- as a decision can (the clock, one read, one write per window) and
 -- spares Lua its slow parts: the meta's fields are read by one
 -- struct.unpack and the changed ones written by one struct.pack (C calls),
--- the rest copied as bytes; a closed slice and the reply are bytes of the
--- meta, and the caller's units and room are the only strings made numbers
--- (string.format and tostring cost a C sprintf each). A meta of another Redis
+-- the rest copied as bytes; a closed slice is bytes of the meta, the
+-- caller's units and room are the only strings made numbers (string.format
+-- and tostring cost a C sprintf each), and no table or function is made
+-- for one window (each is an allocation for Lua's collector to sweep). A meta of another Redis
 -- format does not begin with "#3:" (keys.go), and takes the general path,
 -- which reads it exactly or refuses it; so does a clock before 2001
 -- (15-digit instants), which the tests use to run the general path alone.
 -- The reply is one string of 8-byte big-endian integers, the instant and
--- each window's sum before this call (copied from its meta), from which
+-- each window's sum before this call (as its meta holds it), from which
 -- the caller works out what remains.
 
 local now
@@ -44,46 +45,49 @@ else
   now = tonumber(ARGV[1])
 end
 local n = (#ARGV - 3) / 3 -- KEYS: the metas, then the logs
+-- The metas: one window's (the commonest) as a string, several as a
+-- table; the general decision gets a table either way (below).
 local read
 if n == 1 then
-  read = {redis.call('GET', KEYS[1])}
+  read = redis.call('GET', KEYS[1])
 else
   read = redis.call('MGET', unpack(KEYS, 1, n))
 end
 
 local sub = string.sub
 
--- The common case holds for window i, whose meta m holds until, sum,
--- pause and closed slices nb: the meta is of this format, its window
--- needs no care now, no pause reaches it, and its limit has room.
-local function holds(i, m, til, sum, pz, nb)
-  return now < til and now >= pz and nb < BUFFER and #m >= HEAD + 16 * nb and
-    sum <= tonumber(ARGV[3 * i + 2])
-end
-
+-- The common case holds for every window: its meta is of this format,
+-- the window needs no care now, no pause reaches it, and its limit has
+-- room. Written out rather than a function: a function defined is a
+-- closure and its upvalues made at every call, what Lua's collector then
+-- has to sweep, on the path most decisions take.
+-- The fields of the window read last (log.lua names them), unpacked once
+-- for one window.
 local fast = now >= 1e15
+local at, units, sum, en, nb, til, pz, _, exp, origin, slice
 for i = 1, n do
-  local m = read[i]
-  if not m or #m < HEAD or sub(m, 1, 3) ~= '#3:' then
+  local m = read
+  if n > 1 then m = read[i] end
+  if not fast or not m or #m < HEAD or sub(m, 1, 3) ~= '#3:' then
     fast = false
     break
   end
-  if n > 1 then -- one window is checked as it is written, below
-    local _, _, sum, _, nb, til, pz = sunpack(META, m, 4)
-    if not holds(i, m, til, sum, pz, nb) then
-      fast = false
-      break
-    end
+  at, units, sum, en, nb, til, pz, _, exp, origin, slice = sunpack(META, m, 4)
+  if not (now < til and now >= pz and nb < BUFFER and #m >= HEAD + 16 * nb and
+      sum <= tonumber(ARGV[3 * i + 2])) then
+    fast = false
+    break
   end
 end
 if fast then
-  local reply = spack('>i8', now)
+  -- The reply: one string made for one window, and for several, the
+  -- clock's bytes, then each window's sum.
+  local reply = n > 1 and spack('>i8', now)
   for i = 1, n do
-    local m = read[i]
-    local at, units, sum, en, nb, til, pz, _, exp, origin, slice = sunpack(META, m, 4)
-    if n == 1 and not holds(i, m, til, sum, pz, nb) then
-      fast = false
-      break
+    local m = read
+    if n > 1 then
+      m = read[i]
+      at, units, sum, en, nb, _, _, _, exp, origin, slice = sunpack(META, m, 4)
     end
     local add = tonumber(ARGV[3 * i + 1])
     local meta
@@ -116,10 +120,15 @@ if fast then
       end
     end
     redis.call('SET', KEYS[i], meta, 'KEEPTTL')
-    reply = reply .. sub(m, 20, 27)
+    if reply then
+      reply = reply .. spack('>i8', sum)
+    else
+      reply = spack('>i8i8', now, sum)
+    end
   end
-  if fast then return reply end
+  return reply
 end
+if n == 1 then read = {read} end
 -- The general decision reads the pauses too, each charge's bucket's and
 -- the scope's, named after the metas (ARGV[3] says where each charge's
 -- windows start when there are several charges), into read after the
