@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func parallelBy(b *testing.B, n int, rdb *redis.Client, cmd string, op func(ctx 
 		cpu = serverCPU(b, rdb)
 	}
 	b.ReportAllocs()
+	mine := clientCPU(b)
 	b.ResetTimer()
 	if n == 1 {
 		for i := range b.N {
@@ -61,6 +63,7 @@ func parallelBy(b *testing.B, n int, rdb *redis.Client, cmd string, op func(ctx 
 		})
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	b.ReportMetric((clientCPU(b)-mine)/float64(b.N), "client-cpu-µs/op")
 	if rdb != nil {
 		b.ReportMetric(serverMicros(b, rdb, cmd), "redis-µs/op")
 		b.ReportMetric((serverCPU(b, rdb)-cpu)/float64(b.N), "redis-cpu-µs/op")
@@ -88,6 +91,18 @@ func serverCPU(b *testing.B, rdb *redis.Client) float64 {
 		}
 	}
 	return total
+}
+
+// clientCPU reads the CPU time (µs) this process has used, every thread
+// (the callers, the client, the runtime) in user and system mode: beside
+// Redis's, where a machine's cores go. Redis servers the benchmark starts
+// are processes of their own and are not counted.
+func clientCPU(b *testing.B) float64 {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return float64(u.Utime.Nano()+u.Stime.Nano()) / 1e3
 }
 
 // serverMicros reads the server's time per call of cmd since the last reset.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,5 +163,96 @@ func BenchmarkScopesPaired(b *testing.B) {
 			b.ReportMetric(st, "tollgate-redis-µs/op")
 			b.ReportMetric(sr, "redis_rate-redis-µs/op")
 		})
+	}
+}
+
+// BenchmarkScopesInTurn measures decisions per second as BenchmarkScopes
+// does (50 callers over 10,000 scopes, a one-minute window, cost 1), fairly
+// on a shared machine: the cases take turns in rounds of 2,000 decisions,
+// each case on a redis-server of its own, so that a change in the
+// machine's load falls on every case alike rather than on whichever ran
+// then. A case's decisions/s is its decisions over the time its own rounds
+// took; its ratio to redis_rate's is reported beside it, with each
+// server's main-thread CPU per decision. Cases: redis_rate, tollgate with
+// one round trip per decision (WithPipelines(0)), and tollgate with shared
+// pipelines, as it ships.
+func BenchmarkScopesInTurn(b *testing.B) {
+	const n, round = 10_000, 2_000
+	scopes := make([]string, n)
+	for i := range scopes {
+		scopes[i] = "scope-" + strconv.Itoa(i)
+	}
+	limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000, Period: time.Minute}
+	c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Minute)}}
+	type turn struct {
+		name  string
+		rdb   *redis.Client
+		allow func(ctx context.Context, scope string) error
+		next  atomic.Int64 // where its callers are among the scopes
+		took  time.Duration
+		cpu   float64
+	}
+	rr, one, shared := server(b), server(b), server(b)
+	peer := redis_rate.NewLimiter(rr)
+	unpipelined, pipelined := limiter(b, one, quota.WithPipelines(0)), limiter(b, shared)
+	turns := []*turn{
+		{name: "redis_rate", rdb: rr, allow: func(ctx context.Context, s string) error {
+			_, err := peer.AllowN(ctx, s, limit, 1)
+			return err
+		}},
+		{name: "tollgate-unpipelined", rdb: one, allow: func(ctx context.Context, s string) error {
+			_, err := unpipelined.Allow(ctx, s, c)
+			return err
+		}},
+		{name: "tollgate", rdb: shared, allow: func(ctx context.Context, s string) error {
+			_, err := pipelined.Allow(ctx, s, c)
+			return err
+		}},
+	}
+	// m decisions of t from the callers, each taking the next scope.
+	decide := func(t *turn, m int) {
+		var left atomic.Int64
+		left.Store(int64(m))
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				for left.Add(-1) >= 0 {
+					s := scopes[int(t.next.Add(1))%n]
+					if err := t.allow(context.Background(), s); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for _, t := range turns {
+		decide(t, n) // one decision in every scope: the steady state
+		t.cpu = serverCPU(b, t.rdb)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for r, done := 0, 0; done < b.N; r, done = r+1, done+round {
+		m := min(round, b.N-done)
+		for i := range turns {
+			t := turns[(r+i)%len(turns)] // each case first in turn
+			start := time.Now()
+			decide(t, m)
+			t.took += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	if b.Failed() {
+		return
+	}
+	base := float64(b.N) / turns[0].took.Seconds()
+	for _, t := range turns {
+		rate := float64(b.N) / t.took.Seconds()
+		b.ReportMetric(rate, t.name+"-decisions/s")
+		b.ReportMetric((serverCPU(b, t.rdb)-t.cpu)/float64(b.N), t.name+"-redis-cpu-µs/op")
+		if t != turns[0] {
+			b.ReportMetric(rate/base, t.name+"-ratio")
+		}
 	}
 }
