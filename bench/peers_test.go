@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -98,11 +97,11 @@ func serverCPU(b *testing.B, rdb *redis.Client) float64 {
 // Redis's, where a machine's cores go. Redis servers the benchmark starts
 // are processes of their own and are not counted.
 func clientCPU(b *testing.B) float64 {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+	cpu, err := processCPU()
+	if err != nil {
 		b.Fatal(err)
 	}
-	return float64(u.Utime.Nano()+u.Stime.Nano()) / 1e3
+	return cpu
 }
 
 // serverMicros reads the server's time per call of cmd since the last reset.

@@ -98,6 +98,7 @@ var suite = []struct {
 	{"InvalidInputWritesNothing", testInvalidWritesNothing},
 	{"HostileNames", testHostileNames},
 	{"FastPathAgreesWithGeneral", testFastPathAgrees},
+	{"LeanRefusesBucket", testLeanRefusesBucket},
 	{"UpgradeFromFormat1", testUpgradeFromFormat1},
 	{"UpgradeFromFormat2", testUpgradeFromFormat2},
 	{"PauseReachesTheMetas", testPauseReachesTheMetas},

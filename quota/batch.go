@@ -74,6 +74,7 @@ type batcher struct {
 // still queued leaves the queue unsent; one already on its way is returned
 // as late, for the caller to undo once it is answered.
 func (l *Limiter) runScript(ctx context.Context, script *redis.Script, keys []string, args []any) (reply any, late *decision, err error) {
+	script = leanFor(script, args)
 	b := &l.batch
 	if b.pipelines == 0 {
 		reply, err = l.eval(ctx, script, keys, args)

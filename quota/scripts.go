@@ -1,6 +1,10 @@
 package quota
 
-import _ "embed"
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every Lua script the limiter runs, and how each is assembled from parts.
 // A part that others build on (clock.lua, log.lua, fast.lua) says in its
@@ -60,11 +64,48 @@ var (
 	bucketFastPart string
 	//go:embed bucketusage.lua
 	bucketUsagePart string
+	//go:embed windowsonly.lua
+	windowsOnlyPart string // log.lua's end in a script's lean form
 )
 
 // logParts is log.lua with the token buckets in: what every script that
 // takes the weighted log takes (binary.lua before it).
 var logParts = bucketPart + logPart + bucketLogPart
+
+// lean maps a script that takes the token buckets' code (bucket.lua and
+// bucketlog.lua, two dozen Lua functions, each a closure made at every
+// call: a quarter of a settlement's instructions) to the same script
+// without it, which runScript sends instead when no argument is a
+// bucket's span (leanFor).
+var lean = map[*redis.Script]*redis.Script{}
+
+// withLean returns the script full, and records in lean the same script
+// as windows, its form for calls on windows alone.
+func withLean(full, windows string) *redis.Script {
+	s := newScript(full)
+	lean[s] = newScript(windows)
+	return s
+}
+
+// leanFor returns script's lean form when it has one and no argument is a
+// token bucket's span, else script. A bucket's span is a string beginning
+// "r" (prepared.go); an argument of another kind that happens to begin so
+// keeps the full script, which decides windows the same way.
+func leanFor(script *redis.Script, args []any) *redis.Script {
+	windows, ok := lean[script]
+	if !ok {
+		return script
+	}
+	for _, a := range args {
+		if s, ok := a.(string); ok && s != "" && s[0] == 'r' {
+			return script
+		}
+	}
+	return windows
+}
+
+// windowParts is log.lua without the token buckets, for the lean forms.
+var windowParts = logPart + windowsOnlyPart
 
 var (
 	// reserveScript decides a call: bucketfast.lua and fast.lua take the
@@ -72,16 +113,18 @@ var (
 	// general code is made (each definition is a closure made at every
 	// call, which cost a window's decision a seventh of its
 	// instructions); reserve.lua every other.
-	reserveScript = newScript(binaryPart + bucketFastPart + fastPart + logParts + decidePart + reservePart)
+	reserveScript = withLean(binaryPart+bucketFastPart+fastPart+logParts+decidePart+reservePart,
+		binaryPart+fastPart+windowParts+decidePart+reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
-	backgroundScript = newScript(clockPart + binaryPart + logParts + decidePart + roomPart + backgroundPart)
+	backgroundScript = withLean(clockPart+binaryPart+logParts+decidePart+roomPart+backgroundPart,
+		clockPart+binaryPart+windowParts+decidePart+roomPart+backgroundPart)
 	// recordScript writes units spent without a decision.
-	recordScript = newScript(clockPart + binaryPart + logParts + recordPart)
+	recordScript = withLean(clockPart+binaryPart+logParts+recordPart, clockPart+binaryPart+windowParts+recordPart)
 	// cancelScript gives a reservation's units back.
-	cancelScript = newScript(clockPart + binaryPart + logParts + cancelPart)
+	cancelScript = withLean(clockPart+binaryPart+logParts+cancelPart, clockPart+binaryPart+windowParts+cancelPart)
 	// settleScript replaces a reservation's units with its true cost.
-	settleScript = newScript(clockPart + binaryPart + logParts + settlePart)
+	settleScript = withLean(clockPart+binaryPart+logParts+settlePart, clockPart+binaryPart+windowParts+settlePart)
 	// leaseScript takes and ends leases.
 	leaseScript = newScript(clockPart + binaryPart + logParts + leasePart)
 	// usageScript reads one limit's usage.
@@ -89,7 +132,7 @@ var (
 	// slotsScript takes, releases and renews slots of a concurrency cap.
 	slotsScript = newScript(clockPart + roomPart + slotsPart)
 	// announceScript records what an upstream announced was spent.
-	announceScript = newScript(clockPart + binaryPart + logParts + announcePart)
+	announceScript = withLean(clockPart+binaryPart+logParts+announcePart, clockPart+binaryPart+windowParts+announcePart)
 	// pauseScript sets a pause, and writes it into the metas it stops.
 	pauseScript = newScript(clockPart + binaryPart + reachPart + pausePart)
 	// controlScript pauses for a reason, or resumes, and tells every

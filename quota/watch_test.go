@@ -18,10 +18,11 @@ type decisionWatch struct {
 	sizes []int
 }
 
-// isDecision reports whether cmd runs the reserve script by its hash.
+// isDecision reports whether cmd runs the reserve script, in either form,
+// by its hash.
 func isDecision(cmd redis.Cmder) bool {
 	args := cmd.Args()
-	return len(args) > 1 && args[1] == reserveScript.Hash()
+	return len(args) > 1 && (args[1] == reserveScript.Hash() || args[1] == lean[reserveScript].Hash())
 }
 
 func (w *decisionWatch) DialHook(next redis.DialHook) redis.DialHook { return next }
