@@ -29,10 +29,11 @@
 -- the rest copied as bytes; a closed slice is bytes of the meta, the
 -- caller's units and room are the only strings made numbers (string.format
 -- and tostring cost a C sprintf each), and no table or function is made
--- for one window (each is an allocation for Lua's collector to sweep). A meta of another Redis
--- format does not begin with "#3:" (keys.go), and takes the general path,
--- which reads it exactly or refuses it; so does a clock before 2001
--- (15-digit instants), which the tests use to run the general path alone.
+-- for one window (each is an allocation for Lua's collector to sweep). A
+-- meta of another Redis format does not begin with "#3:" (keys.go), and
+-- takes the general path, which reads it exactly or refuses it; so does a
+-- clock before 2001 (15-digit instants), which the tests use to run the
+-- general path alone.
 -- The reply is one string of 8-byte big-endian integers, the instant and
 -- each window's sum before this call (as its meta holds it), from which
 -- the caller works out what remains.
@@ -60,9 +61,9 @@ local sub = string.sub
 -- the window needs no care now, no pause reaches it, and its limit has
 -- room. Written out rather than a function: a function defined is a
 -- closure and its upvalues made at every call, what Lua's collector then
--- has to sweep, on the path most decisions take.
--- The fields of the window read last (log.lua names them), unpacked once
--- for one window.
+-- has to sweep, on the path most decisions take. The locals hold the
+-- fields of the meta checked last (log.lua names them): one window's are
+-- unpacked once, here, for the write below.
 local fast = now >= 1e15
 local at, units, sum, en, nb, til, pz, _, exp, origin, slice
 for i = 1, n do

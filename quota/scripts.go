@@ -79,9 +79,15 @@ var logParts = bucketPart + logPart + bucketLogPart
 // bucket's span (leanFor).
 var lean = map[*redis.Script]*redis.Script{}
 
-// withLean returns the script full, and records in lean the same script
-// as windows, its form for calls on windows alone.
-func withLean(full, windows string) *redis.Script {
+// withLean returns the script head + log.lua with the token buckets +
+// tail, and records in lean its form without them (windowParts).
+func withLean(head, tail string) *redis.Script {
+	return pair(head+logParts+tail, head+windowParts+tail)
+}
+
+// pair returns the script full, and records in lean the same script as
+// windows, its form for calls on windows alone.
+func pair(full, windows string) *redis.Script {
 	s := newScript(full)
 	lean[s] = newScript(windows)
 	return s
@@ -113,18 +119,17 @@ var (
 	// general code is made (each definition is a closure made at every
 	// call, which cost a window's decision a seventh of its
 	// instructions); reserve.lua every other.
-	reserveScript = withLean(binaryPart+bucketFastPart+fastPart+logParts+decidePart+reservePart,
+	reserveScript = pair(binaryPart+bucketFastPart+fastPart+logParts+decidePart+reservePart,
 		binaryPart+fastPart+windowParts+decidePart+reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
-	backgroundScript = withLean(clockPart+binaryPart+logParts+decidePart+roomPart+backgroundPart,
-		clockPart+binaryPart+windowParts+decidePart+roomPart+backgroundPart)
+	backgroundScript = withLean(clockPart+binaryPart, decidePart+roomPart+backgroundPart)
 	// recordScript writes units spent without a decision.
-	recordScript = withLean(clockPart+binaryPart+logParts+recordPart, clockPart+binaryPart+windowParts+recordPart)
+	recordScript = withLean(clockPart+binaryPart, recordPart)
 	// cancelScript gives a reservation's units back.
-	cancelScript = withLean(clockPart+binaryPart+logParts+cancelPart, clockPart+binaryPart+windowParts+cancelPart)
+	cancelScript = withLean(clockPart+binaryPart, cancelPart)
 	// settleScript replaces a reservation's units with its true cost.
-	settleScript = withLean(clockPart+binaryPart+logParts+settlePart, clockPart+binaryPart+windowParts+settlePart)
+	settleScript = withLean(clockPart+binaryPart, settlePart)
 	// leaseScript takes and ends leases.
 	leaseScript = newScript(clockPart + binaryPart + logParts + leasePart)
 	// usageScript reads one limit's usage.
@@ -132,7 +137,7 @@ var (
 	// slotsScript takes, releases and renews slots of a concurrency cap.
 	slotsScript = newScript(clockPart + roomPart + slotsPart)
 	// announceScript records what an upstream announced was spent.
-	announceScript = withLean(clockPart+binaryPart+logParts+announcePart, clockPart+binaryPart+windowParts+announcePart)
+	announceScript = withLean(clockPart+binaryPart, announcePart)
 	// pauseScript sets a pause, and writes it into the metas it stops.
 	pauseScript = newScript(clockPart + binaryPart + reachPart + pausePart)
 	// controlScript pauses for a reason, or resumes, and tells every
