@@ -4,9 +4,9 @@
 -- Provides: nothing; it returns fast.lua's reply (8-byte big-endian
 -- integers: now, and per limit the units out of the bucket before this
 -- call, as a window's sum), or falls through to fast.lua.
--- Needs: binary.lua (it comes before bucket.lua: the common decision
--- writes out what it needs, and makes no closure). KEYS and ARGV are
--- reserve.lua's.
+-- Needs: binary.lua, now.lua (it comes before bucket.lua: the common
+-- decision writes out what it needs, and makes no closure). KEYS and ARGV
+-- are reserve.lua's.
 --
 -- Every limit of the decision a bucket (its span "r..."), e.g. a model's
 -- requests, input tokens and output tokens a minute; the server's clock
@@ -21,13 +21,6 @@ local first = ARGV[6] -- the first limit's span: a bucket's begins "r"
 if first and string.byte(first, 1) == 114 then
   if #ARGV == 6 and #first == SPAN_LEN then
     -- One bucket, the commonest: written out with no table.
-    local now
-    if ARGV[1] == '' then
-      local t = redis.call('TIME')
-      now = t[1] * 1000000 + t[2]
-    else
-      now = tonumber(ARGV[1])
-    end
     -- The pauses, named after the state's key (bucket.lua's SPAN): its
     -- bucket's, its scope's.
     local p, rate, bl, sl = sunpack(SPAN, ARGV[6], 2)
@@ -64,13 +57,6 @@ if first and string.byte(first, 1) == 114 then
       end
     end
     if all then
-      local now
-      if ARGV[1] == '' then
-        local t = redis.call('TIME')
-        now = t[1] * 1000000 + t[2]
-      else
-        now = tonumber(ARGV[1])
-      end
       -- The states, then the pauses, named after the states' keys: each
       -- bucket's, and the scope's.
       local names = {}

@@ -1,5 +1,5 @@
--- clock.lua: the decision's clock, for the scripts that do not start with
--- fast.lua (which reads it in its own way, as a string).
+-- clock.lua: the decision's clock, for the scripts but the reserve script
+-- (which reads it written out: now.lua).
 --
 -- Provides: clock(arg), the instant in µs: the caller's, when arg is not
 -- empty, else the server's TIME.

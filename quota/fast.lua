@@ -1,13 +1,14 @@
--- fast.lua: the start of the reserve script, and its common decision,
--- taken before the general code (log.lua, reserve.lua) is even defined.
+-- fast.lua: the reserve script's reads, and its common decision on
+-- windows, taken before the general code (log.lua, reserve.lua) is even
+-- defined.
 --
--- Provides: now (the clock), n (the windows), read (the metas, then the
--- pauses), nread (their count), names (the pauses' keys, by their place
--- in read), for reserve.lua when the common case does not hold.
--- Needs: binary.lua. KEYS and ARGV are reserve.lua's; its reply is the
--- other form.
+-- Provides: n (the windows), read (the metas, then the pauses), nread
+-- (their count), names (the pauses' keys, by their place in read), for
+-- reserve.lua when the common case does not hold.
+-- Needs: binary.lua, now.lua. KEYS and ARGV are reserve.lua's; its reply
+-- is the other form.
 --
--- It reads the clock and every window's meta (one GET, or one MGET for
+-- It reads every window's meta (one GET, or one MGET for
 -- several windows). A meta holds an instant until which its window needs
 -- no care: no hold waits, no entry is old enough to trim, no day has
 -- ended, the TTL reaches past a new entry's window (log.lua's save() sets
@@ -38,13 +39,6 @@
 -- each window's sum before this call (as its meta holds it), from which
 -- the caller works out what remains.
 
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  now = tonumber(ARGV[1])
-end
 local n = (#ARGV - 3) / 3 -- KEYS: the metas, then the logs
 -- The metas: one window's (the commonest) as a string, several as a
 -- table; the general decision gets a table either way (below).

@@ -2,8 +2,8 @@
 -- it names, and record it when it may, in one atomic step: now, or as a
 -- hold at the earliest instant it fits, after every hold already waiting.
 --
--- Needs: fast.lua (now, n, read, nread, names: the clock, the metas and
--- the pauses), which took the common case; log.lua; decide.lua.
+-- Needs: now.lua (now: the clock); fast.lua (n, read, nread, names: the
+-- metas and the pauses), which took the common case; log.lua; decide.lua.
 --
 -- KEYS: meta_1, ..., meta_n, log_1, ..., log_n (the pauses are named after
 --       the metas: see fast.lua)

@@ -19,8 +19,10 @@ var (
 	reachPart string // reach(): a pause written into the metas it stops
 	//go:embed log.lua
 	logPart string // the weighted sliding log: load, trim, fit, append, save
+	//go:embed now.lua
+	nowPart string // the reserve script's clock
 	//go:embed fast.lua
-	fastPart string // the reserve script's clock, reads and common decision
+	fastPart string // the reserve script's reads and common decision
 	//go:embed decide.lua
 	decidePart string // the general decision, in parts
 	//go:embed reserve.lua
@@ -119,8 +121,8 @@ var (
 	// general code is made (each definition is a closure made at every
 	// call, which cost a window's decision a seventh of its
 	// instructions); reserve.lua every other.
-	reserveScript = pair(binaryPart+bucketFastPart+fastPart+logParts+decidePart+reservePart,
-		binaryPart+fastPart+windowParts+decidePart+reservePart)
+	reserveScript = pair(binaryPart+nowPart+bucketFastPart+fastPart+logParts+decidePart+reservePart,
+		binaryPart+nowPart+fastPart+windowParts+decidePart+reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
 	backgroundScript = withLean(clockPart+binaryPart, decidePart+roomPart+backgroundPart)
