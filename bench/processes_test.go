@@ -256,13 +256,13 @@ func runProcesses(b *testing.B, exe string, t target, kind string) {
 	b.StopTimer()
 	after := t.sample(b)
 
-	var decisions, clientCPU float64
+	var decisions, childCPU float64
 	for i, r := range results {
 		if r.Errors > 0 {
 			b.Fatalf("client process %d: %d of its decisions failed or were refused; the first: %s", i, r.Errors, r.FirstError)
 		}
 		decisions += float64(r.Decisions)
-		clientCPU += r.CPUMicros
+		childCPU += r.CPUMicros
 	}
 	elapsed := b.Elapsed()
 	var cpu, calls, usec, busiest float64
@@ -278,7 +278,7 @@ func runProcesses(b *testing.B, exe string, t target, kind string) {
 	if calls > 0 {
 		b.ReportMetric(usec/calls, "redis-µs/op")
 	}
-	b.ReportMetric(clientCPU/decisions, "client-cpu-µs/op")
+	b.ReportMetric(childCPU/decisions, "client-cpu-µs/op")
 	b.ReportMetric(100*busiest/float64(elapsed.Microseconds()), "busiest-redis-cpu-%")
 	if t.cluster {
 		b.ReportMetric(decisions/elapsed.Seconds()/float64(len(t.masters)), "decisions/s-per-master")
