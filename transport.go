@@ -54,6 +54,7 @@ type clock struct{ now func() time.Time }
 // matching ErrConfig, everything that would make a request fail for want
 // of configuration: a missing Limiter or Costs, a bucket the table charges
 // without limits in Buckets, limits or reserves that leave no room, a
+// rule charging more units than a limit of its bucket admits, a
 // route with nowhere to go, and a policy (as Config.Policy gives it for each
 // rule of the table) that needs Routes, Local or LocalShare when they are
 // not set.
@@ -99,6 +100,9 @@ func New(cfg Config) (*Transport, error) {
 		return nil, configErrorf("LocalLimiter and LocalShare go together: set both for the FailLocal outage mode, or neither")
 	}
 	if err := checkPolicies(&cfg, cfg.LocalLimiter != nil); err != nil {
+		return nil, err
+	}
+	if err := checkCharges(&cfg, a, upstream); err != nil {
 		return nil, err
 	}
 	var thresholds *forecast.Thresholds

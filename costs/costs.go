@@ -158,6 +158,12 @@ type Spec struct {
 	Buckets []string `json:"buckets"`
 	// Rules map request patterns to their cost.
 	Rules []Rule `json:"rules"`
+	// Catalog marks a table that lists every endpoint of an API, many of
+	// which a program may never call, such as the providers' tables:
+	// tollgate.New then lets a rule charge more than a limit of its bucket
+	// admits (each such request fails when it is made), where for any
+	// other table it refuses the configuration.
+	Catalog bool `json:"catalog,omitempty"`
 	// Default, when set, is the cost of a request no rule matches; its
 	// Pattern is ignored. When nil, such a request fails with
 	// ErrUnknownEndpoint.
@@ -192,7 +198,7 @@ func (s Spec) Override(endpoint string, charges ...Charge) (Spec, error) {
 // clone copies the spec deeply enough that changing the copy's rules and
 // charges leaves s as it was.
 func (s Spec) clone() Spec {
-	out := Spec{Buckets: slices.Clone(s.Buckets), Rules: slices.Clone(s.Rules)}
+	out := Spec{Buckets: slices.Clone(s.Buckets), Rules: slices.Clone(s.Rules), Catalog: s.Catalog}
 	for i := range out.Rules {
 		out.Rules[i].Charges = slices.Clone(out.Rules[i].Charges)
 		out.Rules[i].Settle = slices.Clone(out.Rules[i].Settle)
