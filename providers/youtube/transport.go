@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -208,10 +211,43 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set(keyHeader, t.key())
 	}
+	var resp *http.Response
+	var err error
 	if e, ok := t.videoUpload(req); ok {
-		return t.upload(req, e)
+		resp, err = t.upload(req, e)
+	} else {
+		resp, err = t.Transport.RoundTrip(req)
 	}
-	return t.Transport.RoundTrip(req)
+	var unknown *costs.UnknownError
+	if errors.As(err, &unknown) {
+		err = t.otherHost(unknown, err)
+	}
+	return resp, err
+}
+
+// otherHost explains a request to a host the cost table has no rule for,
+// such as a proxy or an emulator: the table must be given its host.
+func (t *Transport) otherHost(unknown *costs.UnknownError, err error) error {
+	host := unknown.Host
+	if h, _, splitErr := net.SplitHostPort(host); splitErr == nil {
+		host = h
+	}
+	var hosts []string
+	for _, r := range t.costs.Spec().Rules {
+		pattern := r.Pattern
+		if _, rest, ok := strings.Cut(pattern, " "); ok {
+			pattern = rest
+		}
+		h, _, _ := strings.Cut(pattern, "/")
+		if h == host {
+			return err // a host the table knows, a path it does not
+		}
+		if h != "" && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return fmt.Errorf("youtube: the cost table has rules for %s, not %s: to meter calls sent there, give its host to the table, Options.Table: youtube.Granular(%q): %w",
+		strings.Join(hosts, " and "), host, unknown.Host, err)
 }
 
 // Close releases the Transport, and the in-process Redis if NewTransport
