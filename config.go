@@ -108,7 +108,11 @@ type Config struct {
 
 	// Logger, when set, receives a record per refusal (Info), per switch,
 	// per upstream quota signal and per request handed to Base later than
-	// Transit after its admission (Warn), and per admission (Debug).
+	// Transit after its admission (Warn), and per admission (Debug); and,
+	// once after New, a record (Warn) for each way the Redis may lose what
+	// it counts, naming the setting: a maxmemory-policy that evicts keys,
+	// appendonly no (see docs/processes.md). A Redis whose access control
+	// denies INFO is not checked.
 	Logger *slog.Logger
 }
 

@@ -43,6 +43,7 @@ type Transport struct {
 	settling  settling
 	usage     usageReads
 	alerts    *alerts      // nil unless the Trace has alert functions
+	needs     *needsCheck  // nil without a Logger (needs.go)
 	flusher   spendFlusher // writes what this process spends (spending.go)
 	closed    atomic.Bool
 }
@@ -153,8 +154,10 @@ func New(cfg Config) (*Transport, error) {
 	if err := t.startSpending(cfg.Name, 0); err != nil {
 		return nil, err
 	}
-	// Last: the alerts' goroutine starts here, once nothing can fail.
+	// Last: the alerts' goroutine starts here, once nothing can fail, and
+	// so does the check of what the Redis keeps.
 	t.alerts = newAlerts(&cfg, t.redis.limits, thresholds, t.hooks)
+	t.checkNeeds()
 	return t, nil
 }
 
@@ -165,6 +168,7 @@ func New(cfg Config) (*Transport, error) {
 // caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
+	t.stopNeeds()
 	t.alerts.close()
 	t.listening.Stop()
 	t.described.writing.Wait()
