@@ -161,7 +161,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 			break
 		}
 	}
-	usage, err := tr.Usage(ctx, youtube.DefaultPool, youtube.Pool)
+	usage, err := tr.Usage(ctx, youtube.DefaultProject, youtube.Pool)
 	if err != nil {
 		return err
 	}
