@@ -2,6 +2,7 @@ package tollgate
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -107,7 +108,11 @@ type Config struct {
 
 	// Logger, when set, receives a record per refusal (Info), per switch,
 	// per upstream quota signal and per request handed to Base later than
-	// Transit after its admission (Warn), and per admission (Debug).
+	// Transit after its admission (Warn), and per admission (Debug); and,
+	// once after New, a record (Warn) for each way the Redis may lose what
+	// it counts, naming the setting: a maxmemory-policy that evicts keys,
+	// appendonly no (see docs/processes.md). A Redis whose access control
+	// denies INFO is not checked.
 	Logger *slog.Logger
 }
 
@@ -127,6 +132,49 @@ func checkPolicies(cfg *Config, local bool) error {
 		e := costs.Endpoint{Name: r.Endpoint, Charges: r.Charges, Free: r.Free || r.Continues, Continues: r.Continues, Settle: r.Settle}
 		if err := checkPolicy(cfg.Policy(e), len(cfg.Routes) > 0, local); err != nil {
 			return configErrorf("endpoint %q: %v", r.Endpoint, err)
+		}
+	}
+	return nil
+}
+
+// checkCharges refuses a rule of the cost table whose fixed charge to a
+// bucket is more than one of the bucket's limits admits, less its reserve
+// (on the shared limiter, for an interactive request): every request of it
+// would fail at once. Estimates (charges settled later) are checked too;
+// charges a rule's Func computes are known only per request. The first
+// limit of a bucket that follows an announced quota is left out: an
+// announcement may replace it. A catalog (costs.Spec.Catalog) is not
+// checked: it lists endpoints a program may never call.
+func checkCharges(cfg *Config, a *limits, upstream map[string][]quota.Limit) error {
+	spec := cfg.Costs.Spec()
+	if spec.Catalog {
+		return nil
+	}
+	rules := spec.Rules
+	if spec.Default != nil {
+		rules = append(rules, *spec.Default)
+	}
+	for i, r := range rules {
+		if r.Func != nil || r.Free || r.Continues {
+			continue
+		}
+		for _, ch := range r.Charges {
+			b := cfg.Buckets[ch.Bucket]
+			for j, l := range upstream[ch.Bucket] {
+				if j == 0 && b.Follows != "" {
+					continue
+				}
+				admits := a.enforce(b, l, false, false).Units
+				if ch.Units <= admits {
+					continue
+				}
+				rule := fmt.Sprintf("rule %d (%q, endpoint %q)", i, r.Pattern, r.Endpoint)
+				if i == len(spec.Rules) {
+					rule = fmt.Sprintf("the default rule (endpoint %q)", r.Endpoint)
+				}
+				return configErrorf("%s charges %d units of bucket %q, more than its limit %v admits (%d after the reserve): every such request would fail",
+					rule, ch.Units, ch.Bucket, l, admits)
+			}
 		}
 	}
 	return nil

@@ -160,3 +160,80 @@ func TestUsageRecordAndPauseReachTheTransportsKeys(t *testing.T) {
 		t.Errorf("the upstream received %d requests, want 1", up.count())
 	}
 }
+
+// TestNewRefusesAChargeNoLimitAdmits: a rule whose charge (an estimate
+// too) is more than a limit of its bucket admits, less the reserve, fails
+// New, naming the rule, the bucket and the limit as configured; a charge
+// that fits, a computed one, and one against a limit an announcement may
+// replace pass.
+func TestNewRefusesAChargeNoLimitAdmits(t *testing.T) {
+	lim := limiterOn(t, quickClient(t, "127.0.0.1:1")) // never reached: New does not call Redis
+	rules := []costs.Rule{
+		{Pattern: "GET /v1/items/{id}", Endpoint: "items.get", Charges: []costs.Charge{{Bucket: "pool", Units: 1}}},
+		{Pattern: "GET /v1/search", Endpoint: "search", Charges: []costs.Charge{{Bucket: "pool", Units: 100}}},
+		{Pattern: "POST /v1/chat", Endpoint: "chat", Charges: []costs.Charge{{Bucket: "tokens", Units: 4096}},
+			Settle: []costs.Settle{{Bucket: "tokens", Field: "usage.total_tokens"}}},
+	}
+	tab, err := costs.New(costs.Spec{Buckets: []string{"pool", "tokens"}, Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enough := tollgate.Bucket{Limits: []quota.Limit{quota.PerWindow(100_000, time.Minute)}}
+	cases := []struct {
+		name         string
+		pool, tokens tollgate.Bucket
+		want         string // "" builds
+	}{
+		{"a charge over the limit", tollgate.Bucket{Limits: []quota.Limit{quota.PerWindow(50, time.Hour)}}, enough,
+			`tollgate: rule 1 ("GET /v1/search", endpoint "search") charges 100 units of bucket "pool", more than its limit 50/1h0m0s admits (50 after the reserve): every such request would fail`},
+		{"a charge over the limit less its reserve", tollgate.Bucket{Limits: []quota.Limit{quota.PerDay(10_000, time.UTC), quota.PerWindow(100, time.Hour)}, ReservePercent: 5}, enough,
+			`tollgate: rule 1 ("GET /v1/search", endpoint "search") charges 100 units of bucket "pool", more than its limit 100/1h0m0s admits (95 after the reserve): every such request would fail`},
+		{"an estimate over a token bucket", enough, tollgate.Bucket{Limits: []quota.Limit{quota.TokenBucket(2000, 2000, time.Minute)}},
+			`tollgate: rule 2 ("POST /v1/chat", endpoint "chat") charges 4096 units of bucket "tokens", more than its limit 2000+2000/1m0s admits (1998 after the reserve): every such request would fail`},
+		{"charges that fit", tollgate.Bucket{Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}, tollgate.Bucket{Limits: []quota.Limit{quota.PerWindow(4096, time.Minute)}}, ""},
+		{"a limit still to be announced", tollgate.Bucket{Limits: []quota.Limit{quota.PerWindow(10, time.Hour)}, Follows: "core"}, enough, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := tollgate.New(tollgate.Config{Limiter: lim, Costs: tab, Buckets: map[string]tollgate.Bucket{"pool": c.pool, "tokens": c.tokens}})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("New = %v, want a Transport", err)
+			case c.want == "":
+				tr.Close()
+			case err == nil:
+				tr.Close()
+				t.Fatalf("New built a Transport; want %s", c.want)
+			case err.Error() != c.want || !errors.Is(err, tollgate.ErrConfig):
+				t.Errorf("New = %v\nwant %s", err, c.want)
+			}
+		})
+	}
+
+	// A catalog lists endpoints a program may never call: it builds.
+	spec := tab.Spec()
+	spec.Catalog = true
+	catalog, err := costs.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tollgate.New(tollgate.Config{Limiter: lim, Costs: catalog, Buckets: map[string]tollgate.Bucket{"pool": cases[0].pool, "tokens": enough}})
+	if err != nil {
+		t.Fatalf("New with a catalog = %v, want a Transport", err)
+	}
+	tr.Close()
+
+	// The default rule, and a computed charge (known only per request).
+	def, err := costs.New(costs.Spec{Buckets: []string{"pool"},
+		Rules: []costs.Rule{{Pattern: "GET /v1/report", Endpoint: "report", Func: func(*http.Request) (costs.Endpoint, error) {
+			return costs.Endpoint{Charges: []costs.Charge{{Bucket: "pool", Units: 500}}}, nil
+		}}},
+		Default: &costs.Rule{Endpoint: "other", Charges: []costs.Charge{{Bucket: "pool", Units: 20}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tollgate.New(tollgate.Config{Limiter: lim, Costs: def, Buckets: map[string]tollgate.Bucket{"pool": {Limits: []quota.Limit{quota.PerWindow(10, time.Minute)}}}})
+	if want := `tollgate: the default rule (endpoint "other") charges 20 units of bucket "pool", more than its limit 10/1m0s admits (10 after the reserve): every such request would fail`; err == nil || err.Error() != want {
+		t.Errorf("New = %v\nwant %s", err, want)
+	}
+}

@@ -35,3 +35,11 @@ func StopSpendWriter(t *Transport) {
 func FlushSpending(t *Transport, now time.Time) error {
 	return t.hooks.spend.Flush(context.Background(), now)
 }
+
+// NeedsChecked waits until t's check of what the Redis keeps has ended
+// (at once without a Logger, which has none).
+func NeedsChecked(t *Transport) {
+	if t.needs != nil {
+		<-t.needs.done
+	}
+}

@@ -89,14 +89,22 @@ func table(t *testing.T) *costs.Table {
 		Buckets: []string{"pool", "search"},
 		Rules: []costs.Rule{
 			{Pattern: "GET /v1/items", Endpoint: "items.list", Charges: []costs.Charge{{Bucket: "pool", Units: 1}}},
-			{Pattern: "GET /v1/search", Endpoint: "search.list", Charges: []costs.Charge{{Bucket: "pool", Units: 100}, {Bucket: "search", Units: 1}}},
-			{Pattern: "POST /v1/upload", Endpoint: "upload", Charges: []costs.Charge{{Bucket: "pool", Units: 50}}},
+			// Computed charges, which New cannot check against the limits:
+			// tests give the pool fewer units than these cost when they
+			// send neither.
+			{Pattern: "GET /v1/search", Endpoint: "search.list", Func: fixed(costs.Charge{Bucket: "pool", Units: 100}, costs.Charge{Bucket: "search", Units: 1})},
+			{Pattern: "POST /v1/upload", Endpoint: "upload", Func: fixed(costs.Charge{Bucket: "pool", Units: 50})},
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tab
+}
+
+// fixed is a rule's Func that charges charges.
+func fixed(charges ...costs.Charge) func(*http.Request) (costs.Endpoint, error) {
+	return func(*http.Request) (costs.Endpoint, error) { return costs.Endpoint{Charges: charges}, nil }
 }
 
 // buckets gives the pool units per window and the search bucket 10 per window.

@@ -43,6 +43,7 @@ type Transport struct {
 	settling  settling
 	usage     usageReads
 	alerts    *alerts      // nil unless the Trace has alert functions
+	needs     *needsCheck  // nil without a Logger (needs.go)
 	flusher   spendFlusher // writes what this process spends (spending.go)
 	closed    atomic.Bool
 }
@@ -54,6 +55,7 @@ type clock struct{ now func() time.Time }
 // matching ErrConfig, everything that would make a request fail for want
 // of configuration: a missing Limiter or Costs, a bucket the table charges
 // without limits in Buckets, limits or reserves that leave no room, a
+// rule charging more units than a limit of its bucket admits, a
 // route with nowhere to go, and a policy (as Config.Policy gives it for each
 // rule of the table) that needs Routes, Local or LocalShare when they are
 // not set.
@@ -99,6 +101,9 @@ func New(cfg Config) (*Transport, error) {
 		return nil, configErrorf("LocalLimiter and LocalShare go together: set both for the FailLocal outage mode, or neither")
 	}
 	if err := checkPolicies(&cfg, cfg.LocalLimiter != nil); err != nil {
+		return nil, err
+	}
+	if err := checkCharges(&cfg, a, upstream); err != nil {
 		return nil, err
 	}
 	var thresholds *forecast.Thresholds
@@ -149,8 +154,10 @@ func New(cfg Config) (*Transport, error) {
 	if err := t.startSpending(cfg.Name, 0); err != nil {
 		return nil, err
 	}
-	// Last: the alerts' goroutine starts here, once nothing can fail.
+	// Last: the alerts' goroutine starts here, once nothing can fail, and
+	// so does the check of what the Redis keeps.
 	t.alerts = newAlerts(&cfg, t.redis.limits, thresholds, t.hooks)
+	t.checkNeeds()
 	return t, nil
 }
 
@@ -161,6 +168,7 @@ func New(cfg Config) (*Transport, error) {
 // caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
+	t.stopNeeds()
 	t.alerts.close()
 	t.listening.Stop()
 	t.described.writing.Wait()

@@ -117,8 +117,16 @@ type Rule struct {
 	// and a path, e.g. "GET youtube.googleapis.com/youtube/v3/search".
 	// Patterns are matched against the request's method, its URL's host (or
 	// Host header) with any port removed, and its path; the query is not
-	// part of matching.
+	// part of matching. The method is one of GET, HEAD, POST, PUT, PATCH,
+	// DELETE and OPTIONS (any other needs CustomMethod); the host, when
+	// given, is a name with a dot, an address, or localhost, so that a
+	// path missing its leading "/" ("GET v1/items") is an error, not a
+	// host named "v1".
 	Pattern string `json:"pattern"`
+	// CustomMethod accepts a method in Pattern outside the standard ones,
+	// for an upstream that uses one, e.g. "PROPFIND". Without it such a
+	// method is refused as a likely typo ("GTE").
+	CustomMethod bool `json:"custom_method,omitempty"`
 	// Endpoint names what the pattern matches, e.g. "search.list". Several
 	// rules may share a name, e.g. the same method on two hosts.
 	Endpoint string `json:"endpoint"`
@@ -150,6 +158,12 @@ type Spec struct {
 	Buckets []string `json:"buckets"`
 	// Rules map request patterns to their cost.
 	Rules []Rule `json:"rules"`
+	// Catalog marks a table that lists every endpoint of an API, many of
+	// which a program may never call, such as the providers' tables:
+	// tollgate.New then lets a rule charge more than a limit of its bucket
+	// admits (each such request fails when it is made), where for any
+	// other table it refuses the configuration.
+	Catalog bool `json:"catalog,omitempty"`
 	// Default, when set, is the cost of a request no rule matches; its
 	// Pattern is ignored. When nil, such a request fails with
 	// ErrUnknownEndpoint.
@@ -184,7 +198,7 @@ func (s Spec) Override(endpoint string, charges ...Charge) (Spec, error) {
 // clone copies the spec deeply enough that changing the copy's rules and
 // charges leaves s as it was.
 func (s Spec) clone() Spec {
-	out := Spec{Buckets: slices.Clone(s.Buckets), Rules: slices.Clone(s.Rules)}
+	out := Spec{Buckets: slices.Clone(s.Buckets), Rules: slices.Clone(s.Rules), Catalog: s.Catalog}
 	for i := range out.Rules {
 		out.Rules[i].Charges = slices.Clone(out.Rules[i].Charges)
 		out.Rules[i].Settle = slices.Clone(out.Rules[i].Settle)
@@ -242,6 +256,9 @@ func New(spec Spec) (*Table, error) {
 		if r.Endpoint == "" {
 			return nil, invalidf("%s: no endpoint name", where)
 		}
+		if err := checkPattern(r.Pattern, r.CustomMethod); err != nil {
+			return nil, invalidf("%s: %v", where, err)
+		}
 		if r.Func == nil {
 			if err := t.check(r.endpoint()); err != nil {
 				return nil, invalidf("%s: %v", where, err)
@@ -278,6 +295,34 @@ func register(mux *http.ServeMux, r *Rule) (err error) {
 		return errors.New("empty pattern")
 	}
 	mux.Handle(r.Pattern, ruleHandler{r})
+	return nil
+}
+
+// standardMethods are the methods a pattern may name without
+// Rule.CustomMethod.
+var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+// checkPattern refuses what ServeMux accepts but a cost table almost
+// certainly does not mean: a method outside the standard ones (unless
+// custom is set), and a host that is no host name, which is what a path
+// written without its leading "/" becomes. ServeMux checks the rest.
+func checkPattern(pattern string, custom bool) error {
+	rest := pattern
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		method := pattern[:i]
+		rest = strings.TrimLeft(pattern[i:], " \t")
+		if !custom && !slices.Contains(standardMethods, method) {
+			return fmt.Errorf("method %q is not one of %s (set custom_method, Rule.CustomMethod, for a method the upstream really uses)",
+				method, strings.Join(standardMethods, ", "))
+		}
+	}
+	host, _, found := strings.Cut(rest, "/")
+	if !found || host == "" {
+		return nil // no host, or no path: ServeMux says what is wrong
+	}
+	if !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return fmt.Errorf("%q is not a host name (no dot, no port, not localhost): a path starts with \"/\", e.g. %q", host, "/"+rest)
+	}
 	return nil
 }
 

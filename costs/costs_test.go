@@ -291,3 +291,37 @@ func TestFreeAndSettledRules(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedPatterns: patterns ServeMux accepts but no cost table means
+// are refused when the table is built, each with the whole message a
+// user reads; the same patterns written right, or a custom method marked
+// as such, load.
+func TestRefusedPatterns(t *testing.T) {
+	cases := []struct{ json, want string }{
+		{`{"pattern": "GTE /v1/search", "endpoint": "search", "charges": [{"bucket": "pool", "units": 100}]}`,
+			`costs: rule 0 ("GTE /v1/search"): method "GTE" is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS (set custom_method, Rule.CustomMethod, for a method the upstream really uses)`},
+		{`{"pattern": "get /v1/search", "endpoint": "search", "charges": [{"bucket": "pool", "units": 100}]}`,
+			`costs: rule 0 ("get /v1/search"): method "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS (set custom_method, Rule.CustomMethod, for a method the upstream really uses)`},
+		{`{"pattern": "GET v1/items/{id}", "endpoint": "items.get", "charges": [{"bucket": "pool", "units": 1}]}`,
+			`costs: rule 0 ("GET v1/items/{id}"): "v1" is not a host name (no dot, no port, not localhost): a path starts with "/", e.g. "/v1/items/{id}"`},
+		{`{"pattern": "v1/items", "endpoint": "items.list", "charges": [{"bucket": "pool", "units": 1}]}`,
+			`costs: rule 0 ("v1/items"): "v1" is not a host name (no dot, no port, not localhost): a path starts with "/", e.g. "/v1/items"`},
+	}
+	for _, c := range cases {
+		_, err := Load(strings.NewReader(`{"buckets": ["pool"], "rules": [` + c.json + `]}`))
+		if err == nil || err.Error() != c.want || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Load(%s) = %v\nwant %s", c.json, err, c.want)
+		}
+	}
+	for _, good := range []string{
+		`{"pattern": "GET /v1/search", "endpoint": "search", "charges": [{"bucket": "pool", "units": 100}]}`,
+		`{"pattern": "PROPFIND dav.example.com/files/", "custom_method": true, "endpoint": "files.list", "charges": [{"bucket": "pool", "units": 1}]}`,
+		`{"pattern": "GET localhost/v1/items/{id}", "endpoint": "items.get", "charges": [{"bucket": "pool", "units": 1}]}`,
+		`{"pattern": "GET 127.0.0.1/v1/items", "endpoint": "items.list", "charges": [{"bucket": "pool", "units": 1}]}`,
+		`{"pattern": "DELETE api.example.com/v1/items/{id}", "endpoint": "items.delete", "charges": [{"bucket": "pool", "units": 50}]}`,
+	} {
+		if _, err := Load(strings.NewReader(`{"buckets": ["pool"], "rules": [` + good + `]}`)); err != nil {
+			t.Errorf("Load(%s) = %v, want a table", good, err)
+		}
+	}
+}

@@ -136,6 +136,7 @@ func TestACLLineGrantsWhatTheScriptsRun(t *testing.T) {
 		"subscribe", "unsubscribe", // the slot and background watchers
 		"wait",                     // WithReplicas
 		"cluster|slots", "command", // a ClusterClient's slot map and command table
+		"info", // the check of what the Redis keeps (internal/redisneeds)
 	}, scriptCommands()...)
 	slices.Sort(granted)
 	slices.Sort(want)

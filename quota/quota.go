@@ -6,8 +6,9 @@
 // [Limiter.Reserve] or [Limiter.Wait] with the call's charges ([Charge]);
 // the package's Example is whole. Most programs never call a Limiter themselves: they hand it to
 // tollgate.New, or let a provider's NewTransport (providers/youtube,
-// providers/github, providers/openai, providers/gemini) make one, and the Transport asks it
-// for every request.
+// providers/github, providers/openai, providers/gemini,
+// providers/anthropic) make one, and the Transport asks it for every
+// request.
 //
 // A [Limiter] keeps, for every scope (a quota pool, such as a Cloud project),
 // bucket and window, a weighted sliding log beside the running sum of the
@@ -49,14 +50,15 @@
 //
 // # Redis format
 //
-// What a Limiter keeps in Redis has a format number, 2 for this version:
-// per window a meta (the sum, the open slice, the leases) and a log of
-// closed slices. Every change to the keys or their encoding bumps it.
-// Format 2 reads format 1's state (an entry a call) exactly and rewrites
+// What a Limiter keeps in Redis has a format number, 3 for this version:
+// per window a meta (the sum, the open slice, the leases, the pause) and a
+// log of closed slices. Every change to the keys or their encoding bumps
+// it. Format 3 reads the state of formats 2 and 1 exactly and rewrites
 // each window in its own format when it next writes it; a process meeting
 // state it cannot read exactly refuses with [ErrFormat] rather than
 // misreading it. Give a new format its own prefix ([WithPrefix]) to run it
-// beside the old, or upgrade every process sharing a prefix together.
+// beside the old, or upgrade every process sharing a prefix together
+// (docs/redis-format.md in the repository).
 //
 // A Limiter is safe for concurrent use by multiple goroutines. Decisions
 // made at the same moment by many goroutines share round trips: they leave

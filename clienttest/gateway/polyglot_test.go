@@ -342,7 +342,7 @@ func watch(ctx context.Context, tr *youtube.Transport) counted {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		usage, err := tr.Usage(ctx, youtube.DefaultPool, youtube.Pool)
+		usage, err := tr.Usage(ctx, youtube.DefaultProject, youtube.Pool)
 		if err != nil {
 			if ctx.Err() == nil && c.err == nil {
 				c.err = err

@@ -61,7 +61,7 @@ func newRig(t *testing.T, granular bool, ro rigOptions) *rig {
 	api := httptest.NewServer(sim)
 	t.Cleanup(api.Close)
 	u, _ := url.Parse(api.URL)
-	r := &rig{t: t, granular: granular, sim: sim, root: api.URL, scope: youtube.DefaultPool}
+	r := &rig{t: t, granular: granular, sim: sim, root: api.URL, scope: youtube.DefaultProject}
 
 	var keys []string
 	r.project = ro.token

@@ -13,7 +13,7 @@ import (
 // command finds the scopes on every master (SCAN each), and a pause
 // reaches a process listening on whichever node it subscribed to.
 func TestOnACluster(t *testing.T) {
-	c := redistest.StartCluster(t, 3, 0)
+	c := redistest.StartClusterWith(t, 3, 0, redistest.Options{Args: keepsEverything})
 	var urls []string
 	for _, a := range c.Addrs {
 		urls = append(urls, "redis://"+a)

@@ -52,7 +52,7 @@ func opsACL(t *testing.T, password string) []string {
 // NUMSUB; Redis refuses nothing. Without the authority the command stops
 // in one line, and as the programs' user status names what it lacks.
 func TestOperatorsUnderACLAndTLS(t *testing.T) {
-	s := redistest.StartWith(t, redistest.Options{Password: "admin-secret", TLS: true})
+	s := redistest.StartWith(t, redistest.Options{Password: "admin-secret", TLS: true, Args: keepsEverything})
 	app := redistest.ACL(t, "tollgate", "app-secret", quota.DefaultPrefix)
 	ops := opsACL(t, "ops-secret")
 	same := redistest.ACL(t, "tollgate", "ops-secret", quota.DefaultPrefix) // with the operators' password

@@ -33,7 +33,7 @@ func serveEnv() []string {
 }
 
 // TestServeBadConfig: run as a program, a configuration that cannot work
-// gets one line on stderr and a non-zero exit status, before listening.
+// gets one line on stderr and exit status 2, before listening.
 func TestServeBadConfig(t *testing.T) {
 	bin := program(t)
 	good := `{"name": "yt", "provider": "youtube", "prefix": "/youtube/", "target": "https://youtube.googleapis.com/youtube", "key_env": "KEY"}`
@@ -47,6 +47,8 @@ func TestServeBadConfig(t *testing.T) {
 		{"unset key_env", `{` + callers + `, "upstreams": [` + strings.Replace(good, `"KEY"`, `"NO_KEY"`, 1) + `]}`, "NO_KEY (key_env) is not set"},
 		{"prefix without slash", `{"upstreams": [` + strings.Replace(good, `"/youtube/"`, `"/youtube"`, 1) + `]}`, `must start and end with "/"`},
 		{"bad redis URL", `{"redis": "http://me:pw-secret@x", "upstreams": [` + good + `]}`, "redis"},
+		{"zero quota", `{"upstreams": [` + strings.Replace(good, `"key_env"`, `"options": {"quota": 0}, "key_env"`, 1) + `]}`, `serve: upstream "yt": option quota 0: must be positive`},
+		{"JSON cut short", "{\n  \"upstreams\": [\n", "line 3, column 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,8 +58,8 @@ func TestServeBadConfig(t *testing.T) {
 			}
 			code, stdout, stderr := runServe(t, bin, "serve", "-config", file)
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
-			if code == 0 || len(lines) != 1 || !strings.Contains(stderr, c.want) || stdout != "" || strings.Contains(stderr, "listening") {
-				t.Errorf("exit %d, stdout %q, stderr %q; want a non-zero exit and one line saying %q", code, stdout, stderr, c.want)
+			if code != 2 || len(lines) != 1 || !strings.Contains(stderr, c.want) || stdout != "" || strings.Contains(stderr, "listening") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line saying %q", code, stdout, stderr, c.want)
 			}
 			for _, secret := range []string{serveToken, serveKey, "pw-secret"} {
 				if strings.Contains(stderr, secret) {

@@ -30,10 +30,14 @@ type env struct {
 	arrived  atomic.Int64
 }
 
+// keepsEverything are the settings of a Redis that tollgate status does not
+// warn of (docs/processes.md, What the Redis needs).
+var keepsEverything = []string{"--appendonly", "yes", "--maxmemory-policy", "noeviction"}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := upstreamOnly(t)
-	e.server = redistest.Start(t)
+	e.server = redistest.Start(t, keepsEverything...)
 	e.url = "redis://" + e.server.Addr
 	return e
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/redisneeds"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/ops"
 )
@@ -43,6 +44,11 @@ func (c *cli) status(ctx context.Context, args []string) error {
 		return err
 	}
 	defer client.Close()
+	// Once, on stderr: a Redis that evicts keys or has no append-only file
+	// loses counts (nothing when its access control denies INFO).
+	for _, w := range redisneeds.Warnings(ctx, client) {
+		fmt.Fprintln(c.stderr, "tollgate: warning: "+w)
+	}
 	read := func() (*report, error) {
 		r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock, c.zoneOrUTC())
 		if err != nil {

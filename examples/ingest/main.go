@@ -163,7 +163,7 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	units, upstream, failed := rep.totals()
 	// What the Transport enforces: each quota less its reserve.
 	enforced := func(bucket string) int64 {
-		u, err := tr.Usage(ctx, youtube.DefaultPool, bucket)
+		u, err := tr.Usage(ctx, youtube.DefaultProject, bucket)
 		if err != nil || len(u) == 0 {
 			return 0
 		}

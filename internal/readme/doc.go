@@ -21,6 +21,6 @@
 // output -->", the first such block after the program) and the commands
 // that build and run it ("<!-- readme: quick start -->" above a shell
 // block), which run in an empty directory holding the program as
-// app/main.go, with a module proxy in a directory serving this checkout as
-// github.com/tollgate/tollgate.
+// app/main.go beside a clone of this repository as tollgate/ (a link to
+// this checkout).
 package readme

@@ -123,6 +123,7 @@ const harnessImports = `import (
 	"fmt"
 	"log"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -141,6 +142,7 @@ var (
 	_ = fmt.Println
 	_ = log.Fatal
 	_ = time.Second
+	_ = url.Parse
 	_ = retryablehttp.NewClient
 	_ = redis.NewClient
 	_ = tollgate.New

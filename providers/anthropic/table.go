@@ -39,6 +39,7 @@ var refusedStatuses = []int{400, 401, 403, 404, 413, 429, 529}
 // reads each body once for the table and for the scope).
 func Table(c Counting) costs.Spec {
 	return costs.Spec{
+		Catalog: true,
 		Buckets: []string{Requests, InputTokens, OutputTokens},
 		Rules: []costs.Rule{
 			{Pattern: "POST /v1/messages", Endpoint: endpointNames[messages], Func: charge(messages, c)},

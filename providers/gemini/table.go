@@ -34,7 +34,7 @@ var tableRules = []string{
 // Its rules count tokens from what NewTransport's Transport read of the
 // request: the table serves only that Transport.
 func Table() costs.Spec {
-	spec := costs.Spec{Buckets: []string{RPM, RPD, TPM}}
+	spec := costs.Spec{Catalog: true, Buckets: []string{RPM, RPD, TPM}}
 	for _, p := range tableRules {
 		spec.Rules = append(spec.Rules, costs.Rule{Pattern: p, Endpoint: "model", Func: charge})
 	}

@@ -5,9 +5,9 @@
 // http.Client or any other; a nil rdb runs an in-process Redis, for a
 // single process, and nil options GitHub's documented limits. The
 // package's Example runs it against a local server. The other providers
-// are providers/youtube, providers/openai and providers/gemini; for any
-// other upstream,
-// tollgate.New takes a cost table and limits of your own.
+// are providers/youtube, providers/openai, providers/gemini and
+// providers/anthropic; for any other upstream, tollgate.New takes a cost
+// table and limits of your own.
 //
 // It counts as GitHub documents its limits:
 //

@@ -68,7 +68,7 @@ func Table() costs.Spec {
 		return []costs.Charge{{Bucket: resource, Units: 1}, {Bucket: RESTPoints, Units: 1}, {Bucket: Concurrent, Units: 1}}
 	}
 	rate := []costs.Charge{{Bucket: RESTPoints, Units: 1}, {Bucket: Concurrent, Units: 1}}
-	spec := costs.Spec{Buckets: []string{Core, Search, CodeSearch, GraphQL, RESTPoints, GraphQLPoints, Content, Concurrent}}
+	spec := costs.Spec{Catalog: true, Buckets: []string{Core, Search, CodeSearch, GraphQL, RESTPoints, GraphQLPoints, Content, Concurrent}}
 	add := func(pattern, endpoint string, charges []costs.Charge, settle ...costs.Settle) {
 		spec.Rules = append(spec.Rules, costs.Rule{Pattern: pattern, Endpoint: endpoint, Charges: charges, Settle: settle})
 	}

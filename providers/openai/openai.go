@@ -5,9 +5,9 @@
 // option.WithHTTPClient or any other client; a nil rdb runs an in-process
 // Redis, for a single process, and nil options limits learned from the
 // responses' headers. The package's Example runs it against a local
-// server. The other providers are providers/youtube, providers/github and
-// providers/gemini; for any other upstream, tollgate.New takes a cost table and limits of
-// your own.
+// server. The other providers are providers/youtube, providers/github,
+// providers/gemini and providers/anthropic; for any other upstream,
+// tollgate.New takes a cost table and limits of your own.
 //
 // OpenAI limits requests and tokens per minute (RPM, TPM), and for some
 // accounts per day (RPD, TPD), per model, for the organization or project

@@ -55,7 +55,7 @@ var tableRules = []struct {
 // request's GetBody when it was not sent through NewTransport's
 // Transport (which reads each body once for the table and for the scope).
 func Table(c Counting) costs.Spec {
-	spec := costs.Spec{Buckets: []string{Requests, Tokens}}
+	spec := costs.Spec{Catalog: true, Buckets: []string{Requests, Tokens}}
 	for _, r := range tableRules {
 		spec.Rules = append(spec.Rules, costs.Rule{Pattern: r.pattern, Endpoint: endpointNames[r.kind], Func: charge(r.kind, c)})
 	}

@@ -41,7 +41,7 @@ func Example() {
 	resp.Body.Close()
 	// What the Transport counts: the day's quota less its 5% reserve, and
 	// the hourly smoothing limit.
-	usage, err := tr.Usage(resp.Request.Context(), youtube.DefaultPool, youtube.Pool)
+	usage, err := tr.Usage(resp.Request.Context(), youtube.DefaultProject, youtube.Pool)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -219,7 +219,7 @@ func spec(buckets, hosts []string, charge func(method) costs.Charge) costs.Spec 
 	if len(hosts) == 0 {
 		hosts = DefaultHosts
 	}
-	s := costs.Spec{Buckets: buckets}
+	s := costs.Spec{Buckets: buckets, Catalog: true}
 	for _, h := range hosts {
 		if host, _, err := net.SplitHostPort(h); err == nil {
 			h = host

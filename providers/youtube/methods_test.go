@@ -326,7 +326,7 @@ func TestPricesAgreeWithTheSimulator(t *testing.T) {
 			// And in total, bucket by bucket.
 			for _, b := range []string{Pool, Search, Upload, BatchGetStats} {
 				want := sim.BucketStats(b)["K"].Units
-				usage, err := tr.Usage(context.Background(), DefaultPool, b)
+				usage, err := tr.Usage(context.Background(), DefaultProject, b)
 				if err != nil {
 					if want != 0 || granular || b == Pool || b == BatchGetStats {
 						t.Errorf("usage of %s: %v", b, err)

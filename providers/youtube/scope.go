@@ -33,34 +33,34 @@ func setKey(key string) func(*http.Request) {
 	}
 }
 
-// poolScopes builds, from pools of keys, the scope of a request (its key's
-// pool; for a request without a key, tokenPool, else the only pool), one
-// failover route per pool (in name order), and the key to send with
+// projectScopes builds, from projects of keys, the scope of a request (its
+// key's project; for a request without a key, tokenProject, else the only
+// project), one failover route per project (in name order), and the key to send with
 // requests that carry none. Keys are held by hash, so the map cannot show
 // them.
-func poolScopes(pools map[string][]string, tokenPool string) (tollgate.ScopeFunc, []tollgate.Route, string, error) {
+func projectScopes(pools map[string][]string, tokenPool string) (tollgate.ScopeFunc, []tollgate.Route, string, error) {
 	names := make([]string, 0, len(pools))
 	for name := range pools {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	if len(names) == 0 {
-		return nil, nil, "", errors.New("youtube: no pools")
+		return nil, nil, "", errors.New("youtube: no projects")
 	}
 	byKey := make(map[string]string)
 	var routes []tollgate.Route
 	first := ""
 	for _, name := range names {
 		if name == "" {
-			return nil, nil, "", errors.New("youtube: a pool has an empty name")
+			return nil, nil, "", errors.New("youtube: a project has an empty name")
 		}
 		for i, k := range pools[name] {
 			if k == "" {
-				return nil, nil, "", fmt.Errorf("youtube: pool %q: key %d is empty", name, i)
+				return nil, nil, "", fmt.Errorf("youtube: project %q: key %d is empty", name, i)
 			}
 			h := tollgate.HashCredential(k)
 			if other, dup := byKey[h]; dup {
-				return nil, nil, "", fmt.Errorf("youtube: a key is in both pools %q and %q; a key belongs to one project", other, name)
+				return nil, nil, "", fmt.Errorf("youtube: a key is in both projects %q and %q; a key belongs to one project", other, name)
 			}
 			byKey[h] = name
 		}
@@ -81,12 +81,12 @@ func poolScopes(pools map[string][]string, tokenPool string) (tollgate.ScopeFunc
 			if sole != "" {
 				return sole, nil
 			}
-			return "", errors.New("youtube: the request carries no API key to find its pool by (Options.TokenPool names the pool of requests authorized by an OAuth token alone)")
+			return "", errors.New("youtube: the request carries no API key to find its project by (Options.TokenProject names the project of requests authorized by an OAuth token alone)")
 		}
 		if p, ok := byKey[tollgate.HashCredential(k)]; ok {
 			return p, nil
 		}
-		return "", errors.New("youtube: the request's API key is in no pool given to the transport")
+		return "", errors.New("youtube: the request's API key is in no project given to the transport (Options.Projects)")
 	}
 	return scope, routes, first, nil
 }

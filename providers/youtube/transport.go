@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,10 +21,11 @@ import (
 	"github.com/tollgate/tollgate/quota/embedded"
 )
 
-// DefaultPool names the pool of the keys given to NewTransport when
-// Options.Pools is nil; it is the scope their requests spend, e.g. for
-// Transport.Usage.
-const DefaultPool = "default"
+// DefaultProject names the project of the keys given to NewTransport
+// when Options.Projects is nil; it is the scope their requests spend, e.g.
+// for Transport.Usage. (Pool, beside it, is a bucket: the project's daily
+// units.)
+const DefaultProject = "default"
 
 // Options tune NewTransport; the zero value means the defaults.
 type Options struct {
@@ -29,15 +33,16 @@ type Options struct {
 	// http.DefaultTransport.
 	Base http.RoundTripper
 
-	// Pools groups API keys by the Cloud project that owns them: pool name
-	// (e.g. the project id) to keys. Keys in one pool share one quota, since
-	// the quota is the project's. nil puts every key in DefaultPool.
-	Pools map[string][]string
-	// TokenPool names the pool of the requests authorized by an OAuth
-	// token alone, with no API key (e.g. uploads): the pool of the Cloud
-	// project that owns the OAuth client. Empty means the only pool; with
+	// Projects groups API keys by the Cloud project that owns them: a name
+	// (e.g. the project id) to keys. Keys of one project share one quota,
+	// since the quota is the project's; each project is a scope. nil puts
+	// every key in DefaultProject.
+	Projects map[string][]string
+	// TokenProject names the project of the requests authorized by an
+	// OAuth token alone, with no API key (e.g. uploads): the Cloud project
+	// that owns the OAuth client. Empty means the only project; with
 	// several, such requests fail, since a token does not tell its project.
-	TokenPool string
+	TokenProject string
 
 	// Table is the cost table; zero means Granular() for DefaultHosts.
 	// Its rules for upload paths that have no Func (set by Override, or
@@ -100,9 +105,9 @@ type Transport struct {
 // error here is one the first request would otherwise meet.
 //
 // Requests may carry a key (the key query parameter or X-Goog-Api-Key);
-// the key's pool is the scope. Requests with neither a key nor an OAuth
-// token (Authorization: Bearer) get the first key of the first pool;
-// requests with a token alone spend Options.TokenPool. Prefer the header:
+// the key's project is the scope. Requests with neither a key nor an OAuth
+// token (Authorization: Bearer) get the first key of the first project;
+// requests with a token alone spend Options.TokenProject. Prefer the header:
 // a key in the URL appears in the *url.Error that net/http returns when a
 // request fails to send.
 func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Transport, error) {
@@ -113,16 +118,16 @@ func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Tra
 	if err != nil {
 		return nil, err
 	}
-	pools := opts.Pools
+	pools := opts.Projects
 	if pools == nil {
-		pools = map[string][]string{DefaultPool: keys}
+		pools = map[string][]string{DefaultProject: keys}
 	} else if len(keys) > 0 {
-		return nil, errors.New("youtube: give keys either as the keys argument or in Options.Pools, not both")
+		return nil, errors.New("youtube: give keys either as the keys argument or in Options.Projects, not both")
 	}
-	if _, ok := pools[opts.TokenPool]; opts.TokenPool != "" && !ok {
-		return nil, fmt.Errorf("youtube: Options.TokenPool %q is not a pool", opts.TokenPool)
+	if _, ok := pools[opts.TokenProject]; opts.TokenProject != "" && !ok {
+		return nil, fmt.Errorf("youtube: Options.TokenProject %q is not one of Options.Projects", opts.TokenProject)
 	}
-	scope, routes, first, err := poolScopes(pools, opts.TokenPool)
+	scope, routes, first, err := projectScopes(pools, opts.TokenProject)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +170,7 @@ func (t *Transport) fail(err error) error {
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
 	owned := provider.Owned{Provider: "youtube", Upstream: "YouTube", Buckets: "Options.Buckets",
-		Scope: "the scope is the pool of the request's key (Options.Pools)"}
+		Scope: "the scope is the project of the request's key (Options.Projects)"}
 	if err := owned.Check(cfg); err != nil {
 		return cfg, err
 	}
@@ -208,10 +213,43 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set(keyHeader, t.key())
 	}
+	var resp *http.Response
+	var err error
 	if e, ok := t.videoUpload(req); ok {
-		return t.upload(req, e)
+		resp, err = t.upload(req, e)
+	} else {
+		resp, err = t.Transport.RoundTrip(req)
 	}
-	return t.Transport.RoundTrip(req)
+	var unknown *costs.UnknownError
+	if errors.As(err, &unknown) {
+		err = t.otherHost(unknown, err)
+	}
+	return resp, err
+}
+
+// otherHost explains a request to a host the cost table has no rule for,
+// such as a proxy or an emulator: the table must be given its host.
+func (t *Transport) otherHost(unknown *costs.UnknownError, err error) error {
+	host := unknown.Host
+	if h, _, splitErr := net.SplitHostPort(host); splitErr == nil {
+		host = h
+	}
+	var hosts []string
+	for _, r := range t.costs.Spec().Rules {
+		pattern := r.Pattern
+		if _, rest, ok := strings.Cut(pattern, " "); ok {
+			pattern = rest
+		}
+		h, _, _ := strings.Cut(pattern, "/")
+		if h == host {
+			return err // a host the table knows, a path it does not
+		}
+		if h != "" && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return fmt.Errorf("youtube: the cost table has rules for %s, not %s: to meter calls sent there, give its host to the table, Options.Table: youtube.Granular(%q): %w",
+		strings.Join(hosts, " and "), host, unknown.Host, err)
 }
 
 // Close releases the Transport, and the in-process Redis if NewTransport

@@ -109,7 +109,7 @@ func TestKeySentInHeaderNotURL(t *testing.T) {
 func TestKeysOfOneProjectShareItsQuota(t *testing.T) {
 	f := newFake(t)
 	tr := newTestTransport(t, f, nil, Options{
-		Pools:    map[string][]string{"project-a": {"A1", "A2"}, "project-b": {"B1"}},
+		Projects: map[string][]string{"project-a": {"A1", "A2"}, "project-b": {"B1"}},
 		Quota:    250,
 		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)},
 	})
@@ -136,7 +136,7 @@ func TestKeysOfOneProjectShareItsQuota(t *testing.T) {
 func TestFailoverToAnotherProject(t *testing.T) {
 	f := newFake(t)
 	tr := newTestTransport(t, f, nil, Options{
-		Pools:    map[string][]string{"project-a": {"A1"}, "project-b": {"B1"}},
+		Projects: map[string][]string{"project-a": {"A1"}, "project-b": {"B1"}},
 		Quota:    100,
 		Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Failover, AfterFailover: tollgate.Refuse}, nil)},
 	})
@@ -203,7 +203,7 @@ func TestNewTransportRejectsBadPools(t *testing.T) {
 		"no pools at all":     {nil, map[string][]string{}},
 	}
 	for name, c := range cases {
-		if tr, err := NewTransport(c.keys, nil, &Options{Pools: c.pools}); err == nil {
+		if tr, err := NewTransport(c.keys, nil, &Options{Projects: c.pools}); err == nil {
 			tr.Close()
 			t.Errorf("%s: no error", name)
 		} else if strings.Contains(err.Error(), "K2") {
@@ -241,7 +241,7 @@ func TestNewTransportRefusesWhatCannotWork(t *testing.T) {
 		{"buckets beside Buckets", nil, Options{Tollgate: tollgate.Config{Buckets: map[string]tollgate.Bucket{}}}},
 		{"a scope of its own", nil, Options{Tollgate: tollgate.Config{Scope: tollgate.Scope("x")}}},
 		{"an upstream reader of its own", nil, Options{Tollgate: tollgate.Config{ReadResponse: tollgate.DefaultUpstream}}},
-		{"a TokenPool that is no pool", nil, Options{TokenPool: "elsewhere"}},
+		{"a TokenProject that is no pool", nil, Options{TokenProject: "elsewhere"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -162,7 +162,7 @@ func TestUploadChargedOnce(t *testing.T) {
 				}
 			}
 		}
-		used, err := tr.Usage(context.Background(), DefaultPool, bucket)
+		used, err := tr.Usage(context.Background(), DefaultProject, bucket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestChunksGoOnWhileTheProjectIsPaused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Pause(context.Background(), DefaultPool, "", time.Hour); err != nil {
+	if err := tr.Pause(context.Background(), DefaultProject, "", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	var qe *tollgate.QuotaError
@@ -207,29 +207,29 @@ func TestChunksGoOnWhileTheProjectIsPaused(t *testing.T) {
 }
 
 // TestOAuthAloneUploads: requests authorized by an OAuth token alone
-// spend the only pool, or Options.TokenPool; with several pools and no
-// TokenPool they fail, naming the option.
+// spend the only pool, or Options.TokenProject; with several pools and no
+// TokenProject they fail, naming the option.
 func TestOAuthAloneUploads(t *testing.T) {
 	cases := []struct {
 		name  string
 		keys  []string
 		pools map[string][]string
-		token string // the TokenPool
+		token string // the TokenProject
 		scope string // "" for a failure
 	}{
-		{"no keys at all", nil, nil, "", DefaultPool},
-		{"keys of one project", []string{"K"}, nil, "", DefaultPool},
-		{"two projects, TokenPool", nil, map[string][]string{"a": {"KA"}, "b": {"KB"}}, "b", "b"},
+		{"no keys at all", nil, nil, "", DefaultProject},
+		{"keys of one project", []string{"K"}, nil, "", DefaultProject},
+		{"two projects, TokenProject", nil, map[string][]string{"a": {"KA"}, "b": {"KB"}}, "b", "b"},
 		{"two projects", nil, map[string][]string{"a": {"KA"}, "b": {"KB"}}, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			api := startSim(t, ytsim.Config{})
-			tr := simTransport(t, api, c.keys, nil, Options{Pools: c.pools, TokenPool: c.token})
+			tr := simTransport(t, api, c.keys, nil, Options{Projects: c.pools, TokenProject: c.token})
 			uri, err := openUpload(t, tr, api, "oauth-token")
 			if c.scope == "" {
-				if err == nil || !strings.Contains(err.Error(), "TokenPool") {
-					t.Fatalf("upload: %v, want an error naming Options.TokenPool", err)
+				if err == nil || !strings.Contains(err.Error(), "TokenProject") {
+					t.Fatalf("upload: %v, want an error naming Options.TokenProject", err)
 				}
 				return
 			}

@@ -5,10 +5,11 @@
 // in-process Redis, for a single process, and nil options the defaults.
 // The package's Example runs it against a local server, and go run
 // ./examples/ingest runs eight regions on one quota against a simulated
-// API. The other providers are providers/github, providers/openai and
-// providers/gemini; for
-// any other upstream, tollgate.New takes a cost table and limits of your
-// own.
+// API. The other providers are providers/github, providers/openai,
+// providers/gemini and providers/anthropic; for any other upstream,
+// tollgate.New takes a cost table and limits of your own. To send the
+// requests to another host (a proxy, an emulator, a local test server),
+// give its host to the table: Options.Table: Granular("127.0.0.1:8080").
 //
 // The quota belongs to the Google Cloud project, not to the API key: a
 // project has 10,000 units a day whatever number of keys it holds, and the

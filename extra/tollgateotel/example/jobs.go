@@ -164,7 +164,7 @@ func (j *jobs) report(out io.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, bucket := range []string{youtube.Pool, youtube.Search} {
-		if u, err := j.tr.Usage(ctx, youtube.DefaultPool, bucket); err == nil && len(u) > 0 {
+		if u, err := j.tr.Usage(ctx, youtube.DefaultProject, bucket); err == nil && len(u) > 0 {
 			fmt.Fprintf(out, "%s: %d of %d left\n", bucket, u[0].Remaining, u[0].Limit.Units)
 		}
 	}

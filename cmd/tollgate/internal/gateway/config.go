@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -205,7 +207,7 @@ func Load(data []byte, dir string, getenv func(string) string) (*Config, error) 
 	dec.DisallowUnknownFields()
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("gateway: reading the configuration: %s", oneLine(err.Error()))
+		return nil, fmt.Errorf("gateway: reading the configuration: %s", syntaxAt(data, err))
 	}
 	if dec.More() {
 		return nil, errors.New("gateway: reading the configuration: data after the JSON object")
@@ -411,11 +413,103 @@ func (l Limits) parse() (limits, error) {
 	return out, nil
 }
 
+// syntaxAt says what is wrong with a configuration that is not JSON, or
+// not of its shape, and where: the line and column of the offending byte,
+// or of the end of a document cut short; for a value of the wrong type,
+// its line.
+func syntaxAt(data []byte, err error) string {
+	offset, lineOnly := int64(-1), false
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		offset = syntax.Offset
+	case errors.As(err, &typ):
+		offset, lineOnly = typ.Offset, true // the offset is the value's end
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		offset = int64(len(data))
+		err = errors.New("the JSON ends before it is complete")
+	}
+	if offset < 0 || offset > int64(len(data)) {
+		return oneLine(err.Error())
+	}
+	line, col := 1, 1
+	for _, b := range data[:offset] {
+		if b == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	if lineOnly {
+		return fmt.Sprintf("line %d: %s", line, oneLine(err.Error()))
+	}
+	return fmt.Sprintf("line %d, column %d: %s", line, col, oneLine(err.Error()))
+}
+
+// positiveOptions are the options that, when given, must be positive: a
+// quota, a window or a reserve of 0 would otherwise silently mean the
+// provider's default (a "quota": 0 meant 10,000).
+var positiveOptions = map[string]bool{
+	"quota": true, "search_quota": true, "upload_quota": true, "batch_stats_quota": true,
+	"rpm": true, "tpm": true, "rpd": true, "tpd": true, "itpm": true, "otpm": true,
+	"window": true, "minute": true, "hour": true,
+}
+
+// reserveOptions are the reserves: 0 would silently mean the provider's
+// default (5%), so it is refused; a negative reserve_percent means none,
+// as the providers' Options say.
+var reserveOptions = map[string]bool{"reserve_percent": true, "reserve_units": true}
+
+// checkPositive refuses a quota or window option of zero or less (an
+// empty window too), and a reserve of zero (and negative units), naming
+// it; classes' limits are named with their class, e.g.
+// classes.claude-haiku-4.rpm.
+func checkPositive(prefix string, raw json.RawMessage) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil // not an object: decoding says so
+	}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		v := bytes.TrimSpace(fields[name])
+		if name == "classes" {
+			var classes map[string]json.RawMessage
+			if json.Unmarshal(v, &classes) == nil {
+				for _, c := range slices.Sorted(maps.Keys(classes)) {
+					if err := checkPositive(prefix+"classes."+c+".", classes[c]); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		var n float64
+		var d string
+		isNumber := json.Unmarshal(v, &n) == nil
+		switch {
+		case reserveOptions[name] && isNumber && n == 0:
+			return fmt.Errorf("option %s%s 0: leave it out for the default (5%%), or give reserve_percent -1 for no reserve", prefix, name)
+		case reserveOptions[name] && name == "reserve_units" && isNumber && n < 0:
+			return fmt.Errorf("option %s%s %s: must be positive (leave it out for the default)", prefix, name, v)
+		case !positiveOptions[name]:
+			continue
+		case isNumber && n <= 0:
+			return fmt.Errorf("option %s%s %s: must be positive (leave it out for the default)", prefix, name, v)
+		case json.Unmarshal(v, &d) == nil && d == "":
+			return fmt.Errorf("option %s%s \"\": want a positive Go duration, e.g. \"10s\" (leave it out for the default)", prefix, name)
+		}
+	}
+	return nil
+}
+
 // decodeOptions decodes an upstream's options into v; unknown options are
-// errors.
+// errors, and so is a quota or window of zero or less, or a reserve of 0.
 func decodeOptions(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return nil
+	}
+	if err := checkPositive("", raw); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -30,13 +30,13 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown openai option", withUpstream(`"provider": "openai", "options": {"rpm": 5, "tmp": 1}`), `unknown option "tmp"`},
 		{"bad table", withUpstream(`"provider": "youtube", "options": {"table": "modern"}`), `table "modern"`},
 		{"bad window", withUpstream(`"provider": "youtube", "options": {"window": "10"}`), `window "10"`},
-		{"negative quota", withUpstream(`"provider": "youtube", "options": {"quota": -1}`), "Quota"},
+		{"negative quota", withUpstream(`"provider": "youtube", "options": {"quota": -1}`), "option quota -1: must be positive"},
 		{"option of the wrong type", withUpstream(`"provider": "youtube", "options": {"quota": "600"}`), "options"},
 		{"bad minute", withUpstream(`"provider": "openai", "options": {"minute": "fast"}`), `minute "fast"`},
 		{"unknown anthropic option", withUpstream(`"provider": "anthropic", "options": {"itpm": 5, "tpm": 1}`), `unknown option "tpm"`},
 		{"unknown anthropic class option", withUpstream(`"provider": "anthropic", "options": {"classes": {"claude-haiku-4": {"rpd": 1}}}`), `unknown option "rpd"`},
 		{"bad anthropic minute", withUpstream(`"provider": "anthropic", "options": {"minute": "4"}`), `minute "4"`},
-		{"negative anthropic limit", withUpstream(`"provider": "anthropic", "options": {"classes": {"claude-haiku-4": {"otpm": -1}}}`), "must not be negative"},
+		{"negative anthropic limit", withUpstream(`"provider": "anthropic", "options": {"classes": {"claude-haiku-4": {"otpm": -1}}}`), "otpm -1: must be positive"},
 		{"anthropic cache_reads not a bool", withUpstream(`"provider": "anthropic", "options": {"cache_reads": {"claude-3-5-haiku": "yes"}}`), "options"},
 		{"unset token_env", `{"callers": [{"name": "php", "token_env": "UNSET"}], "upstreams": [` + upstreamJSON + `]}`, "UNSET (token_env) is not set"},
 		{"caller without token_env", `{"callers": [{"name": "php"}], "upstreams": [` + upstreamJSON + `]}`, "no token_env"},
@@ -147,5 +147,39 @@ func TestLoadIssueExample(t *testing.T) {
 	}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
 		noSecrets(t, "the Config printed with "+verb, fmt.Sprintf(verb, cfg))
+	}
+}
+
+// TestLoadRefusesZeroQuotas: a quota, window or reserve of zero or less
+// is refused, naming the option, where it used to mean the provider's
+// default (a "quota": 0 meant 10,000); JSON that does not parse says
+// where, by line and column.
+func TestLoadRefusesZeroQuotas(t *testing.T) {
+	withOptions := func(provider, options string) string {
+		return `{"upstreams": [{"name": "up", "provider": "` + provider + `", "prefix": "/up/", "target": "https://api.example.com", "key_env": "YT_KEY", "options": ` + options + `}]}`
+	}
+	cases := []struct{ json, want string }{
+		{withOptions("youtube", `{"quota": 0}`), `gateway: upstream "up": option quota 0: must be positive (leave it out for the default)`},
+		{withOptions("youtube", `{"quota": -5}`), `gateway: upstream "up": option quota -5: must be positive (leave it out for the default)`},
+		{withOptions("youtube", `{"search_quota": 0}`), `gateway: upstream "up": option search_quota 0: must be positive (leave it out for the default)`},
+		{withOptions("youtube", `{"window": ""}`), `gateway: upstream "up": option window "": want a positive Go duration, e.g. "10s" (leave it out for the default)`},
+		{withOptions("youtube", `{"window": "0s"}`), `gateway: upstream "up": option window "0s": want a positive Go duration, e.g. "10s"`},
+		{withOptions("youtube", `{"reserve_percent": 0}`), `gateway: upstream "up": option reserve_percent 0: leave it out for the default (5%), or give reserve_percent -1 for no reserve`},
+		{withOptions("youtube", `{"reserve_units": -1}`), `gateway: upstream "up": option reserve_units -1: must be positive (leave it out for the default)`},
+		{withOptions("openai", `{"rpm": 0}`), `gateway: upstream "up": option rpm 0: must be positive (leave it out for the default)`},
+		{withOptions("github", `{"hour": ""}`), `gateway: upstream "up": option hour "": want a positive Go duration, e.g. "10s" (leave it out for the default)`},
+		{withOptions("anthropic", `{"classes": {"claude-haiku-4": {"otpm": 0}}}`), `gateway: upstream "up": option classes.claude-haiku-4.otpm 0: must be positive (leave it out for the default)`},
+		{"{\n  \"upstreams\": [\n    {\"name\": \"up\",}\n  ]\n}", `gateway: reading the configuration: line 3, column 20: invalid character '}' looking for beginning of object key string`},
+		{"{\n  \"upstreams\": [\n", `gateway: reading the configuration: line 3, column 1: the JSON ends before it is complete`},
+		{"{\n  \"listen\": 8787\n}", `gateway: reading the configuration: line 2: json: cannot unmarshal number into Go struct field Config.listen of type string`},
+	}
+	for _, c := range cases {
+		_, err := Load([]byte(c.json), t.TempDir(), getenv)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Load(%s) = %v\nwant %s", c.json, err, c.want)
+		}
+	}
+	if _, err := Load([]byte(withOptions("youtube", `{"quota": 600, "window": "10s", "reserve_percent": -1}`)), t.TempDir(), getenv); err != nil {
+		t.Errorf("positive options: %v", err)
 	}
 }

@@ -85,8 +85,9 @@ func (o *youtubeOptions) options(u *Upstream) (*youtube.Options, error) {
 	return opts, nil
 }
 
-// youtubeKeys puts the upstream's key in its pool: o.Pools when the pool
-// is named, else the keys argument (youtube.DefaultPool).
+// youtubeKeys puts the upstream's key in its project (the "pool" option):
+// opts.Projects when one is named, else the keys argument
+// (youtube.DefaultProject).
 func youtubeKeys(u *Upstream, pool string, opts *youtube.Options) []string {
 	if pool == "" {
 		if u.key == nil {
@@ -94,9 +95,9 @@ func youtubeKeys(u *Upstream, pool string, opts *youtube.Options) []string {
 		}
 		return []string{u.key.get()}
 	}
-	opts.Pools = map[string][]string{pool: nil}
+	opts.Projects = map[string][]string{pool: nil}
 	if u.key != nil {
-		opts.Pools[pool] = []string{u.key.get()}
+		opts.Projects[pool] = []string{u.key.get()}
 	}
 	return nil
 }

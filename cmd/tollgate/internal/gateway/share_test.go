@@ -39,9 +39,9 @@ func TestSharesQuotaWithGoProcess(t *testing.T) {
 			goOpts := &youtube.Options{Quota: 20, Window: 10 * time.Second, Table: youtube.Classic(host.Host),
 				Tollgate: tollgate.Config{Policy: tollgate.Policies(tollgate.Policy{OnRefusal: tollgate.Refuse}, nil)}}
 			keys := []string{realKey}
-			scope := youtube.DefaultPool
+			scope := youtube.DefaultProject
 			if pool != "" {
-				goOpts.Pools, keys, scope = map[string][]string{pool: {realKey}}, nil, pool
+				goOpts.Projects, keys, scope = map[string][]string{pool: {realKey}}, nil, pool
 			}
 			tr, err := youtube.NewTransport(keys, r.rdb, goOpts)
 			if err != nil {
