@@ -138,7 +138,9 @@ func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.As(err, &ue) {
 			why = fmt.Errorf("%s: %w", ue.Op, ue.Err)
 		}
-		g.log.Printf("upstream %s: %s %s: %s", up, r.Method, r.URL.Path, oneLine(why.Error()))
+		// What the request sent is quoted: a newline in its path cannot
+		// write a line of its own.
+		g.log.Printf("upstream %s: %q %q: %q", up, r.Method, r.URL.Path, oneLine(why.Error()))
 		answer(w, http.StatusBadGateway, 0, body{Status: "bad_gateway", Upstream: up,
 			Message: "tollgate: the request could not be sent to the upstream, or its answer could not be read"})
 	}

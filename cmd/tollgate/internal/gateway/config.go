@@ -46,9 +46,17 @@ type Config struct {
 	// the defaults.
 	Limits Limits `json:"limits"`
 	// ForwardedFor says what X-Forwarded-For the upstream gets: "set"
-	// (the default: the client's address alone), "append" (the client's
-	// chain, then its address) or "none".
+	// (the client's address alone), "append" (the client's chain, then
+	// its address) or "none". Empty means "none" for a third-party target
+	// (a host name, or a public address) and "set" for one on localhost,
+	// a loopback or a private address.
 	ForwardedFor string `json:"forwarded_for"`
+	// PublicURL is the URL callers reach the gateway at, e.g.
+	// "https://gateway.internal:8443", when it is not the address it
+	// listens on (behind TLS termination): a rewritten Location points
+	// there. Empty means the address each connection was accepted on;
+	// never the Host a request names.
+	PublicURL string `json:"public_url"`
 }
 
 // DefaultListen is the address served when Config.Listen is empty.
@@ -228,6 +236,12 @@ func (c *Config) check(dir string, getenv func(string) string) error {
 	}
 	if _, err := c.Limits.parse(); err != nil {
 		return err
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("gateway: public_url %q must be an http or https URL with a host, and no user, query or fragment", redactURL(c.PublicURL))
+		}
 	}
 	names := map[string]bool{}
 	tokens := map[string]string{} // hash: caller

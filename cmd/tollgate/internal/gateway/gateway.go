@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,7 @@ type Gateway struct {
 	proxy    *httputil.ReverseProxy
 	ups      []*upstream
 	log      *log.Logger
+	public   *url.URL // Config.PublicURL, parsed; nil when not set
 
 	mu       sync.Mutex
 	flights  map[*flight]struct{}
@@ -65,6 +67,14 @@ type upstream struct {
 	keyHeader string // where its key goes
 	bearer    bool   // as "Authorization: Bearer KEY"
 	queryKey  bool   // a passed-through key= goes to keyHeader
+
+	methods       []string // the methods forwarded; others are answered 405
+	allow         string   // methods, for Allow
+	sessionKey    []byte   // the key of its upload sessions' MACs
+	organization  string   // OpenAI-Organization, from the options
+	project       string   // OpenAI-Project, from the options
+	forwardedFor  string   // set, append or none
+	hidesUploadID bool     // upload_id continues a session only with the gateway's MAC
 }
 
 // Build makes the gateway cfg describes: every upstream's Transport, on
@@ -100,12 +110,26 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		p := providers[u.Provider]
-		up := &upstream{cfg: u, keyHeader: p.keyHeader, bearer: p.bearer, queryKey: p.queryKey}
-		if u.Provider == "custom" {
+		up := &upstream{cfg: u, keyHeader: p.keyHeader, bearer: p.bearer, queryKey: p.queryKey,
+			methods: p.methods, allow: strings.Join(p.methods, ", "), sessionKey: newSessionKey(u.key.get()),
+			forwardedFor: cfg.ForwardedFor, hidesUploadID: u.Provider == "youtube"}
+		if up.forwardedFor == "" {
+			up.forwardedFor = "set"
+			if thirdParty(u.target) {
+				up.forwardedFor = "none"
+			}
+		}
+		switch u.Provider {
+		case "custom":
 			var o customOptions
 			if err := decodeOptions(u.Options, &o); err == nil && o.KeyHeader != "" {
 				up.keyHeader = http.CanonicalHeaderKey(o.KeyHeader)
 				up.bearer = up.keyHeader == "Authorization"
+			}
+		case "openai":
+			var o openaiOptions
+			if err := decodeOptions(u.Options, &o); err == nil {
+				up.organization, up.project = o.Organization, o.Project
 			}
 		}
 		tcfg := hooks
@@ -122,6 +146,9 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 		routes = append(routes, route{prefix: u.Prefix, target: u.target, up: up})
 	}
 	g.router = newRouter(routes)
+	if cfg.PublicURL != "" {
+		g.public, _ = url.Parse(cfg.PublicURL) // checked by Load
+	}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:   g.rewrite,
 		Transport: dispatch{},
@@ -177,6 +204,7 @@ type flight struct {
 	keys   []string
 	caller string
 	origin string // scheme and host the caller reached the gateway at
+	hidden string // upload_ids held back from the Transport, sent as they came
 
 	// Set under Gateway.mu:
 	sent    bool // handed to the upstream: it finishes on SIGTERM
@@ -218,25 +246,41 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.ready(w, r)
 		return
 	}
-	if g.loopback && !isLoopback(r.RemoteAddr) {
-		refuse(w, http.StatusForbidden, "forbidden", "tollgate: this gateway has no callers configured and serves loopback clients only")
-		return
+	if g.loopback {
+		if !isLoopback(r.RemoteAddr) {
+			early(w, r, http.StatusForbidden, "forbidden", "tollgate: this gateway has no callers configured and serves loopback clients only")
+			return
+		}
+		switch hostOK, originOK := g.sameSite(r); {
+		case !hostOK:
+			early(w, r, http.StatusMisdirectedRequest, "misdirected", "tollgate: this gateway has no callers configured and answers to its own address only")
+			return
+		case !originOK:
+			early(w, r, http.StatusForbidden, "forbidden", "tollgate: this gateway has no callers configured and refuses requests from web pages of other origins")
+			return
+		}
 	}
 	caller, ok := g.caller(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
-		refuse(w, http.StatusUnauthorized, "unauthenticated", "tollgate: no valid caller token: send yours as Authorization: Bearer, X-Goog-Api-Key, x-api-key or key=")
+		early(w, r, http.StatusUnauthorized, "unauthenticated", "tollgate: no valid caller token: send yours as Authorization: Bearer, X-Goog-Api-Key, x-api-key or key=")
 		return
 	}
 	rt, raw, plain, err := g.router.match(r.URL.EscapedPath())
 	switch {
 	case errors.Is(err, errNoRoute):
-		refuse(w, http.StatusNotFound, "not_found", "tollgate: no upstream is served under this path")
+		early(w, r, http.StatusNotFound, "not_found", "tollgate: no upstream is served under this path")
 		return
 	case err != nil:
-		refuse(w, http.StatusBadRequest, "bad_request", "tollgate: "+err.Error())
+		early(w, r, http.StatusBadRequest, "bad_request", "tollgate: "+err.Error())
 		return
 	}
+	if !rt.up.allows(r.Method) {
+		w.Header().Set("Allow", rt.up.allow)
+		early(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "tollgate: upstream "+strconv.Quote(rt.up.cfg.Name)+" is not sent this method; it is sent "+rt.up.allow)
+		return
+	}
+	scrub(r.Header)
 	n := g.inFlight[caller]
 	if n.Add(1) > int64(g.lim.maxInFlight) {
 		n.Add(-1)
@@ -255,10 +299,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.raw = raw
 	}
 	f.query, f.keys = withoutKey(r.URL.RawQuery)
-	f.origin = "http://" + r.Host
-	if r.TLS != nil {
-		f.origin = "https://" + r.Host
+	if rt.up.hidesUploadID {
+		f.query, f.hidden = rt.up.uploadSession(f.query)
 	}
+	f.origin = g.origin(r)
 	if !g.enter(f) {
 		g.shuttingDown(w, rt.up)
 		return
@@ -301,6 +345,17 @@ func (g *Gateway) caller(r *http.Request) (string, bool) {
 		name = n
 	}
 	return name, name != ""
+}
+
+// early answers a request refused before its body is read, and closes
+// the connection after the answer when the request has a body: the
+// server would otherwise read the body, however slowly it comes, before
+// answering.
+func early(w http.ResponseWriter, r *http.Request, code int, status, message string) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+	refuse(w, code, status, message)
 }
 
 // bearer returns the token of an "Authorization: Bearer" value, or "".
@@ -352,6 +407,15 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL = &url.URL{Scheme: t.Scheme, Host: t.Host, Path: f.path, RawPath: f.raw, RawQuery: f.query}
 	pr.Out.Host = "" // the target's
 	h := pr.Out.Header
+	for _, k := range organizationHeaders {
+		h.Del(k)
+	}
+	if f.up.organization != "" {
+		h.Set("OpenAI-Organization", f.up.organization)
+	}
+	if f.up.project != "" {
+		h.Set("OpenAI-Project", f.up.project)
+	}
 	if f.up.cfg.key != nil {
 		h.Del("Authorization")
 		h.Del("X-Goog-Api-Key")
@@ -365,8 +429,8 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		// A caller's own key, passed through in a header: never in the URL.
 		h.Set(f.up.keyHeader, f.keys[0])
 	}
-	switch g.cfg.ForwardedFor {
-	case "", "set":
+	switch f.up.forwardedFor {
+	case "set":
 		pr.SetXForwarded()
 		h.Del("X-Forwarded-Host")
 		h.Del("X-Forwarded-Proto")
@@ -421,6 +485,11 @@ func (g *Gateway) relocate(resp *http.Response) error {
 	q := ""
 	if u.RawQuery != "" {
 		q = "?" + u.RawQuery
+		if best.up.hidesUploadID {
+			if id := u.Query().Get("upload_id"); id != "" {
+				q += "&" + sessionParam + "=" + best.up.sessionMAC(id)
+			}
+		}
 	}
 	resp.Header.Set("Location", f.origin+best.prefix+rest+q)
 	return nil
@@ -448,6 +517,13 @@ func (s *sender) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body.Close()
 		}
 		return nil, errShuttingDown
+	}
+	if f != nil && f.hidden != "" {
+		req = req.Clone(req.Context())
+		if req.URL.RawQuery != "" {
+			req.URL.RawQuery += "&"
+		}
+		req.URL.RawQuery += f.hidden
 	}
 	resp, err := s.base.RoundTrip(req)
 	if err == nil && f != nil && resp.StatusCode >= 400 {

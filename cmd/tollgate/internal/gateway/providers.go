@@ -33,6 +33,9 @@ type provider struct {
 	// queryKey says that a passed-through key= goes to keyHeader, never
 	// in the URL.
 	queryKey bool
+	// methods are the methods the provider's API uses: the only ones
+	// forwarded.
+	methods []string
 }
 
 // roundTripCloser is a provider's Transport.
@@ -43,14 +46,14 @@ type roundTripCloser interface {
 
 // providers are the providers by name.
 var providers = map[string]provider{
-	"youtube": {build: buildYouTube, keyHeader: "X-Goog-Api-Key", queryKey: true},
-	"openai":  {build: buildOpenAI, keyHeader: "Authorization", bearer: true},
-	"gemini":  {build: buildGemini, keyHeader: "X-Goog-Api-Key", queryKey: true},
-	"github":  {build: buildGitHub, keyHeader: "Authorization", bearer: true},
-	"custom":  {build: buildCustom, keyHeader: "Authorization", bearer: true},
+	"youtube": {build: buildYouTube, keyHeader: "X-Goog-Api-Key", queryKey: true, methods: methodsYouTube},
+	"openai":  {build: buildOpenAI, keyHeader: "Authorization", bearer: true, methods: methodsOpenAI},
+	"gemini":  {build: buildGemini, keyHeader: "X-Goog-Api-Key", queryKey: true, methods: methodsGemini},
+	"github":  {build: buildGitHub, keyHeader: "Authorization", bearer: true, methods: methodsREST},
+	"custom":  {build: buildCustom, keyHeader: "Authorization", bearer: true, methods: methodsREST},
 	// Anthropic's key goes in x-api-key; anthropic-version passes as the
 	// caller sent it.
-	"anthropic": {build: buildAnthropic, keyHeader: "X-Api-Key"},
+	"anthropic": {build: buildAnthropic, keyHeader: "X-Api-Key", methods: methodsAnthropic},
 }
 
 // youtubeOptions are the youtube provider's options.
@@ -126,6 +129,12 @@ type openaiOptions struct {
 	// CountUsage settles each request's tokens from the usage its answer
 	// tells (openai.Counting.Usage), for servers that count tokens used.
 	CountUsage bool `json:"count_usage"`
+	// Organization and Project are the OpenAI-Organization and
+	// OpenAI-Project every request is sent with, e.g. "org-abc" and
+	// "proj_abc"; empty: none (the key's defaults). What a caller sends
+	// is never forwarded: it would choose the quota spent.
+	Organization string `json:"organization"`
+	Project      string `json:"project"`
 }
 
 func (o *openaiOptions) options() (*openai.Options, error) {
