@@ -106,6 +106,10 @@ func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case f.drained || errors.Is(err, errShuttingDown) || context.Cause(r.Context()) == errShuttingDown:
 		g.shuttingDown(w, f.up)
+	case f.body.hasStalled():
+		w.Header().Set("Connection", "close")
+		answer(w, http.StatusRequestTimeout, 0, body{Status: "request_timeout", Upstream: up, Cause: "body_timeout",
+			Message: "tollgate: the request body sent nothing for the body timeout; the connection is closed"})
 	case errors.As(err, &qe):
 		if qe.Cause == tollgate.PausedByUpstream && f.replay(w) {
 			return // the upstream's own answer, which paused the scope

@@ -186,12 +186,19 @@ type Limits struct {
 	// Drain bounds how long the requests in flight upstream may take to
 	// finish after SIGTERM, streams included; default 5s.
 	Drain string `json:"drain"`
+	// BodyTimeout bounds the wait for each read of a request's body: a
+	// body that sends nothing for that long is cut and its connection
+	// closed (nginx's client_body_timeout); default 30s.
+	BodyTimeout string `json:"body_timeout"`
+	// MaxConnsPerClient bounds the connections open at once from one
+	// client address; more are closed as they are accepted; default 256.
+	MaxConnsPerClient int `json:"max_conns_per_client"`
 }
 
 // limits are Limits, parsed, defaults filled in.
 type limits struct {
-	readHeader, idle, upstreamHeader, drain time.Duration
-	maxHeaderBytes, maxInFlight             int
+	readHeader, idle, upstreamHeader, drain, body time.Duration
+	maxHeaderBytes, maxInFlight, maxConns         int
 }
 
 // Defaults of Limits.
@@ -202,6 +209,8 @@ const (
 	defaultMaxHeaderBytes        = 64 << 10
 	defaultMaxInFlight           = 64
 	defaultDrain                 = 5 * time.Second
+	defaultBodyTimeout           = 30 * time.Second
+	defaultMaxConnsPerClient     = 256
 )
 
 // Load reads a configuration, checks all of it, and reads the tokens and
@@ -393,8 +402,8 @@ func (u *Upstream) tollgatePolicy() func(costs.Endpoint) tollgate.Policy {
 // parse returns the limits, defaults filled in.
 func (l Limits) parse() (limits, error) {
 	out := limits{readHeader: defaultReadHeaderTimeout, idle: defaultIdleTimeout,
-		upstreamHeader: defaultUpstreamHeaderTimeout, drain: defaultDrain,
-		maxHeaderBytes: defaultMaxHeaderBytes, maxInFlight: defaultMaxInFlight}
+		upstreamHeader: defaultUpstreamHeaderTimeout, drain: defaultDrain, body: defaultBodyTimeout,
+		maxHeaderBytes: defaultMaxHeaderBytes, maxInFlight: defaultMaxInFlight, maxConns: defaultMaxConnsPerClient}
 	for _, d := range []struct {
 		name, v string
 		to      *time.Duration
@@ -403,6 +412,7 @@ func (l Limits) parse() (limits, error) {
 		{"idle_timeout", l.IdleTimeout, &out.idle},
 		{"upstream_header_timeout", l.UpstreamHeaderTimeout, &out.upstreamHeader},
 		{"drain", l.Drain, &out.drain},
+		{"body_timeout", l.BodyTimeout, &out.body},
 	} {
 		if d.v == "" {
 			continue
@@ -413,8 +423,11 @@ func (l Limits) parse() (limits, error) {
 		}
 		*d.to = v
 	}
-	if l.MaxHeaderBytes < 0 || l.MaxInFlight < 0 {
-		return out, errors.New("gateway: limits max_header_bytes and max_in_flight must not be negative")
+	if l.MaxHeaderBytes < 0 || l.MaxInFlight < 0 || l.MaxConnsPerClient < 0 {
+		return out, errors.New("gateway: limits max_header_bytes, max_in_flight and max_conns_per_client must not be negative")
+	}
+	if l.MaxConnsPerClient > 0 {
+		out.maxConns = l.MaxConnsPerClient
 	}
 	if l.MaxHeaderBytes > 0 {
 		out.maxHeaderBytes = l.MaxHeaderBytes

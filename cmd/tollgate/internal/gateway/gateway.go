@@ -203,8 +203,9 @@ type flight struct {
 	query  string // the outgoing raw query
 	keys   []string
 	caller string
-	origin string // scheme and host the caller reached the gateway at
-	hidden string // upload_ids held back from the Transport, sent as they came
+	origin string     // scheme and host the caller reached the gateway at
+	hidden string     // upload_ids held back from the Transport, sent as they came
+	body   *timedBody // the request's body; nil without one
 
 	// Set under Gateway.mu:
 	sent    bool // handed to the upstream: it finishes on SIGTERM
@@ -298,6 +299,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if plain != raw {
 		f.raw = raw
 	}
+	if r.ContentLength != 0 {
+		f.body = newTimedBody(w, r.Body, g.lim.body)
+		r.Body = f.body
+		defer f.body.stop()
+	}
 	f.query, f.keys = withoutKey(r.URL.RawQuery)
 	if rt.up.hidesUploadID {
 		f.query, f.hidden = rt.up.uploadSession(f.query)
@@ -347,13 +353,14 @@ func (g *Gateway) caller(r *http.Request) (string, bool) {
 	return name, name != ""
 }
 
-// early answers a request refused before its body is read, and closes
-// the connection after the answer when the request has a body: the
-// server would otherwise read the body, however slowly it comes, before
-// answering.
+// early answers a request refused before its body is read. When the
+// request has a body, the connection is closed after the answer and the
+// body is never read: the server would otherwise read up to 256 KiB of
+// it, however slowly it comes, before it lets the connection go.
 func early(w http.ResponseWriter, r *http.Request, code int, status, message string) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 	}
 	refuse(w, code, status, message)
 }
@@ -625,6 +632,7 @@ func (g *Gateway) cut() {
 // up to the drain bound (Limits.Drain), cuts what is left, and returns
 // nil. It returns the server's error if serving fails before.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	ln = &perClient{Listener: ln, max: g.lim.maxConns, open: map[string]int{}}
 	srv := &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: g.lim.readHeader,
