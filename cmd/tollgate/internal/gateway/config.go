@@ -193,12 +193,22 @@ type Limits struct {
 	// MaxConnsPerClient bounds the connections open at once from one
 	// client address; more are closed as they are accepted; default 256.
 	MaxConnsPerClient int `json:"max_conns_per_client"`
+	// MaxBuffered bounds the bytes of request bodies buffered at once by
+	// the whole gateway (the bodies a provider reads whole to count
+	// tokens); default 256 MiB. A body that would go past it is answered
+	// 503 with Retry-After.
+	MaxBuffered int64 `json:"max_buffered"`
+	// MaxBufferedPerCaller bounds them for each caller (the loopback
+	// clients together, without callers); default 64 MiB. A body that
+	// would go past it is answered 429 with Retry-After.
+	MaxBufferedPerCaller int64 `json:"max_buffered_per_caller"`
 }
 
 // limits are Limits, parsed, defaults filled in.
 type limits struct {
 	readHeader, idle, upstreamHeader, drain, body time.Duration
 	maxHeaderBytes, maxInFlight, maxConns         int
+	maxBuffered, maxBufferedPerCaller             int64
 }
 
 // Defaults of Limits.
@@ -211,6 +221,8 @@ const (
 	defaultDrain                 = 5 * time.Second
 	defaultBodyTimeout           = 30 * time.Second
 	defaultMaxConnsPerClient     = 256
+	defaultMaxBuffered           = 256 << 20
+	defaultMaxBufferedPerCaller  = 64 << 20
 )
 
 // Load reads a configuration, checks all of it, and reads the tokens and
@@ -403,7 +415,8 @@ func (u *Upstream) tollgatePolicy() func(costs.Endpoint) tollgate.Policy {
 func (l Limits) parse() (limits, error) {
 	out := limits{readHeader: defaultReadHeaderTimeout, idle: defaultIdleTimeout,
 		upstreamHeader: defaultUpstreamHeaderTimeout, drain: defaultDrain, body: defaultBodyTimeout,
-		maxHeaderBytes: defaultMaxHeaderBytes, maxInFlight: defaultMaxInFlight, maxConns: defaultMaxConnsPerClient}
+		maxHeaderBytes: defaultMaxHeaderBytes, maxInFlight: defaultMaxInFlight, maxConns: defaultMaxConnsPerClient,
+		maxBuffered: defaultMaxBuffered, maxBufferedPerCaller: defaultMaxBufferedPerCaller}
 	for _, d := range []struct {
 		name, v string
 		to      *time.Duration
@@ -425,6 +438,15 @@ func (l Limits) parse() (limits, error) {
 	}
 	if l.MaxHeaderBytes < 0 || l.MaxInFlight < 0 || l.MaxConnsPerClient < 0 {
 		return out, errors.New("gateway: limits max_header_bytes, max_in_flight and max_conns_per_client must not be negative")
+	}
+	if l.MaxBuffered < 0 || l.MaxBufferedPerCaller < 0 {
+		return out, errors.New("gateway: limits max_buffered and max_buffered_per_caller must not be negative")
+	}
+	if l.MaxBuffered > 0 {
+		out.maxBuffered = l.MaxBuffered
+	}
+	if l.MaxBufferedPerCaller > 0 {
+		out.maxBufferedPerCaller = l.MaxBufferedPerCaller
 	}
 	if l.MaxConnsPerClient > 0 {
 		out.maxConns = l.MaxConnsPerClient

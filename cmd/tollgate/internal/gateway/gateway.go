@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -54,6 +55,7 @@ type Gateway struct {
 	ups      []*upstream
 	log      *log.Logger
 	public   *url.URL // Config.PublicURL, parsed; nil when not set
+	budget   *budget  // bytes of request bodies buffered
 
 	mu       sync.Mutex
 	flights  map[*flight]struct{}
@@ -75,6 +77,8 @@ type upstream struct {
 	project       string   // OpenAI-Project, from the options
 	forwardedFor  string   // set, append or none
 	hidesUploadID bool     // upload_id continues a session only with the gateway's MAC
+	maxBody       int64    // the largest body its provider reads whole; 0: it reads none
+	models        *models  // the models served, of a provider that reads bodies
 }
 
 // Build makes the gateway cfg describes: every upstream's Transport, on
@@ -93,7 +97,8 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, lim: lim, callers: map[string]string{}, loopback: len(cfg.Callers) == 0,
 		inFlight: map[string]*atomic.Int64{"": new(atomic.Int64)}, rdb: opts.Redis,
-		log: log.New(logw, "tollgate serve: ", 0), flights: map[*flight]struct{}{}}
+		log: log.New(logw, "tollgate serve: ", 0), flights: map[*flight]struct{}{},
+		budget: &budget{total: lim.maxBuffered, perCaller: lim.maxBufferedPerCaller, caller: map[string]int64{}}}
 	for _, c := range cfg.Callers {
 		g.callers[tollgate.HashCredential(c.token.get())] = c.Name
 		g.inFlight[c.Name] = new(atomic.Int64)
@@ -118,6 +123,10 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 			if thirdParty(u.target) {
 				up.forwardedFor = "none"
 			}
+		}
+		if up.maxBody, up.models, err = bodies(u); err != nil {
+			g.Close()
+			return nil, fmt.Errorf("gateway: upstream %q: %s", u.Name, err)
 		}
 		switch u.Provider {
 		case "custom":
@@ -314,6 +323,28 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer g.leave(f)
+	if counted, model := rt.up.counted(r.Method, plain); counted && r.ContentLength != 0 {
+		data, held, err := g.budget.buffer(caller, r.Body, r.ContentLength, rt.up.maxBody)
+		defer g.budget.give(caller, held)
+		if err != nil {
+			g.unbuffered(w, r, f, err)
+			return
+		}
+		if model == "" {
+			model = modelOf(data)
+		}
+		if !rt.up.models.admit(model, time.Now()) {
+			why := "is not in its option \"models\""
+			if rt.up.models.listed == nil {
+				why = fmt.Sprintf("would be one more than the %d a day it serves without the option \"models\", which lists them", maxNewModels)
+			}
+			answer(w, http.StatusBadRequest, 0, body{Status: "bad_request", Upstream: rt.up.cfg.Name, Cause: "model",
+				Message: "tollgate: upstream " + strconv.Quote(rt.up.cfg.Name) + " does not serve this model: it " + why})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.ContentLength = int64(len(data))
+	}
 	ctx = context.WithValue(ctx, flightKey{}, f)
 	if caller != "" {
 		ctx = tollgate.WithCaller(ctx, caller)
