@@ -59,7 +59,9 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	flights  map[*flight]struct{}
-	draining bool
+	draining bool      // SIGTERM came: no new requests
+	until    time.Time // the drain's bound, once draining
+	cutting  bool      // the drain's bound passed: nothing more is sent
 }
 
 // upstream is one configured upstream and its Transport.
@@ -142,6 +144,7 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 			}
 		}
 		tcfg := hooks
+		tcfg.Trace = hooks.Trace.Merge(tollgate.Trace{WaitStarted: g.waitStarted, WaitEnded: g.waitEnded})
 		tcfg.Policy = u.tollgatePolicy()
 		// Each upstream's Transport writes what it spends under a name of
 		// its own (two of one name would overwrite each other's records):
@@ -217,8 +220,9 @@ type flight struct {
 	body   *timedBody // the request's body; nil without one
 
 	// Set under Gateway.mu:
-	sent    bool // handed to the upstream: it finishes on SIGTERM
-	drained bool // cancelled on SIGTERM before it was sent
+	sent    bool      // handed to the upstream
+	drained bool      // cancelled on SIGTERM before it was sent
+	turn    time.Time // while it waits for its turn: when the turn comes
 
 	// The upstream's answer of 400 and more, for replaying it when the
 	// provider turned it into an error; set and read on the request's
@@ -232,6 +236,10 @@ func flightOf(ctx context.Context) *flight {
 	f, _ := ctx.Value(flightKey{}).(*flight)
 	return f
 }
+
+// cutGrace is how long the requests cut at the drain's bound have to be
+// answered before their connections close.
+const cutGrace = 500 * time.Millisecond
 
 // errShuttingDown is the cause of the requests cancelled on SIGTERM.
 var errShuttingDown = errors.New("gateway: shutting down")
@@ -622,26 +630,56 @@ func (g *Gateway) leave(f *flight) {
 	g.mu.Unlock()
 }
 
-// send marks a request as sent upstream; false once the gateway is
-// shutting down and it was not.
+// send marks a request as sent upstream; false once the drain's bound
+// passed and it was not.
 func (g *Gateway) send(f *flight) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.draining && !f.sent {
+	if g.cutting && !f.sent {
 		return false
 	}
 	f.sent = true
 	return true
 }
 
-// drain starts the shutdown: requests not yet sent upstream (waiting for
-// their turn) are cancelled, and answered 503; the others go on.
-func (g *Gateway) drain() {
+// waitStarted notes when a request's turn comes (the Trace's
+// WaitStarted); while draining, a request whose turn comes after the
+// drain's bound is cancelled at once, and answered 503.
+func (g *Gateway) waitStarted(ctx context.Context, d tollgate.Decision) {
+	f := flightOf(ctx)
+	if f == nil {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.draining = true
+	f.turn = d.At
+	if g.draining && !f.sent && d.At.After(g.until) {
+		f.drained = true
+		f.cancel(errShuttingDown)
+	}
+}
+
+// waitEnded notes that a request no longer waits (the Trace's
+// WaitEnded).
+func (g *Gateway) waitEnded(ctx context.Context, _ tollgate.Decision) {
+	if f := flightOf(ctx); f != nil {
+		g.mu.Lock()
+		f.turn = time.Time{}
+		g.mu.Unlock()
+	}
+}
+
+// drain starts the shutdown, with until its bound: no new request is
+// served; a request waiting for a turn that comes after until is
+// cancelled, and answered 503; every other request whose headers
+// arrived goes on: its body may still be arriving, it may be waiting
+// for a turn that comes in time, or in flight upstream.
+func (g *Gateway) drain(until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.draining, g.until = true, until
 	for f := range g.flights {
-		if !f.sent {
+		if !f.sent && !f.turn.IsZero() && f.turn.After(until) {
 			f.drained = true
 			f.cancel(errShuttingDown)
 		}
@@ -649,19 +687,26 @@ func (g *Gateway) drain() {
 }
 
 // cut ends every request still in flight: the drain's bound passed.
+// Those not sent upstream yet are answered 503.
 func (g *Gateway) cut() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.cutting = true
 	for f := range g.flights {
+		if !f.sent {
+			f.drained = true
+		}
 		f.cancel(errShuttingDown)
 	}
 }
 
 // Serve serves on ln until ctx is done, then shuts down: it stops
 // accepting connections at once, answers 503 to the requests waiting for
-// their turn, lets those in flight upstream finish (streams included) for
-// up to the drain bound (Limits.Drain), cuts what is left, and returns
-// nil. It returns the server's error if serving fails before.
+// a turn that comes after the drain bound (Limits.Drain), lets every
+// other request whose headers arrived finish (bodies still arriving,
+// turns that come in time, answers streaming) for up to that bound,
+// then answers 503 to those not yet sent upstream, cuts the others, and
+// returns nil. It returns the server's error if serving fails before.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	ln = &perClient{Listener: ln, max: g.lim.maxConns, open: map[string]int{}}
 	srv := &http.Server{
@@ -678,12 +723,19 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	g.drain()
-	sctx, cancel := context.WithTimeout(context.Background(), g.lim.drain)
+	until := time.Now().Add(g.lim.drain)
+	g.drain(until)
+	sctx, cancel := context.WithDeadline(context.Background(), until)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		g.cut()
-		srv.Close()
+		// A moment for the requests cut before they were sent to be
+		// answered 503, then the connections close.
+		gctx, gcancel := context.WithTimeout(context.Background(), cutGrace)
+		defer gcancel()
+		if srv.Shutdown(gctx) != nil {
+			srv.Close()
+		}
 	}
 	<-done
 	return nil
