@@ -215,7 +215,6 @@ type flight struct {
 	query  string // the outgoing raw query
 	keys   []string
 	caller string
-	origin string     // scheme and host the caller reached the gateway at
 	hidden string     // upload_ids held back from the Transport, sent as they came
 	body   *timedBody // the request's body; nil without one
 
@@ -325,7 +324,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt.up.hidesUploadID {
 		f.query, f.hidden = rt.up.uploadSession(f.query)
 	}
-	f.origin = g.origin(r)
 	if !g.enter(f) {
 		g.shuttingDown(w, rt.up)
 		return
@@ -537,7 +535,7 @@ func (g *Gateway) relocate(resp *http.Response) error {
 			}
 		}
 	}
-	resp.Header.Set("Location", f.origin+best.prefix+rest+q)
+	resp.Header.Set("Location", g.origin(resp.Request.Context())+best.prefix+rest+q)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -117,20 +118,17 @@ func (g *Gateway) ownHost(r *http.Request) bool {
 }
 
 // origin returns the scheme and host a rewritten Location points at: the
-// public URL when configured, else the address the connection was
-// accepted on, never the Host the request names.
-func (g *Gateway) origin(r *http.Request) string {
+// public URL when configured, else the address the request's connection
+// was accepted on (the gateway serves plain HTTP), never the Host the
+// request names. ctx is the request's.
+func (g *Gateway) origin(ctx context.Context) string {
 	if g.public != nil {
 		return strings.TrimRight(g.public.String(), "/")
 	}
-	scheme := "http://"
-	if r.TLS != nil {
-		scheme = "https://"
+	if la, ok := ctx.Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return "http://" + la.String()
 	}
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-		return scheme + la.String()
-	}
-	return scheme + "localhost"
+	return "http://localhost"
 }
 
 // sessionParam is the parameter the gateway adds to an upload session's
