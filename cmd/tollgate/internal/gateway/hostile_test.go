@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/ytsim"
+	"github.com/tollgate/tollgate/quota"
 )
 
 // openaiConfig serves an OpenAI-compatible upstream under /openai/ to the
@@ -81,7 +84,8 @@ func TestOpenAIOrganizationFromConfig(t *testing.T) {
 func TestUploadIDNotIssued(t *testing.T) {
 	up := newEcho(t)
 	cfg := fmt.Sprintf(`{"callers": [{"name": "php-cron", "token_env": "TOKEN_PHP"}],
-	  "upstreams": [{"name": "youtube-upload", "provider": "youtube", "prefix": "/upload/", "target": %q, "key_env": "YT_KEY", "options": {"table": "granular"}}]}`,
+	  "upstreams": [{"name": "youtube-upload", "provider": "youtube", "prefix": "/upload/", "target": %q, "key_env": "YT_KEY", "options": {"table": "granular"},
+	    "policy": {"on_refusal": "fail"}}]}`,
 		up.URL+"/upload")
 	var decided decisions
 	r := start(t, cfg, tollgate.Config{Trace: tollgate.Trace{Decided: decided.hook}})
@@ -110,6 +114,20 @@ func TestUploadIDNotIssued(t *testing.T) {
 		if req.URL.Query().Has("tollgate_session") {
 			t.Errorf("the upstream got the gateway's own parameter: %q", req.URL.RawQuery)
 		}
+		if !req.URL.Query().Has("upload_id") && !req.URL.Query().Has("UPLOAD_ID") {
+			t.Errorf("the upstream got %q: the caller's upload_id is still sent as it came", req.URL.RawQuery)
+		}
+	}
+	lim, err := quota.New(r.rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.PauseBecause(t.Context(), decided.list()[0].Scope, "", time.Minute, "test"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, b := do(t, "POST", r.url+"/upload/youtube/v3/videos?uploadType=multipart&part=snippet&upload_id=x", php, strings.NewReader(`{}`))
+	if code != 429 || errorBody(t, b).Cause != "paused_by_operator" {
+		t.Errorf("an upload_id the gateway did not issue, while paused: %d %s; want 429 paused_by_operator", code, b)
 	}
 }
 
@@ -366,3 +384,49 @@ func TestForwardedForThirdParty(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestWhatHeld: what the gateway already refused before it was hardened
+// stays refused: headers past max_header_bytes are 431, a request with
+// both Transfer-Encoding and Content-Length cannot smuggle a second
+// request to the upstream, and an unauthenticated one never reaches it.
+func TestWhatHeld(t *testing.T) {
+	up := newEcho(t)
+	cfg := strings.Replace(youtubeConfig(up.URL, `{}`, ""), `"listen"`, `"limits": {"max_header_bytes": 4096}, "listen"`, 1)
+	r := start(t, cfg, tollgate.Config{})
+	addr := strings.TrimPrefix(r.url, "http://")
+	auth := "Authorization: Bearer " + phpToken + "\r\n"
+	cases := []struct {
+		name, raw string
+		want      int
+	}{
+		{"oversized headers", "GET /youtube/v3/videos?part=id HTTP/1.1\r\nHost: x\r\n" + auth + "X-Big: " + strings.Repeat("a", 8192) + "\r\n\r\n", 431},
+		{"Transfer-Encoding and Content-Length", "POST /youtube/v3/videos/rate?id=x&rating=like HTTP/1.1\r\nHost: x\r\n" + auth +
+			"Content-Length: 44\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /youtube/v3/smuggled HTTP/1.1\r\nHost: x\r\n\r\n", 0},
+		{"no token", "POST /youtube/v3/videos/rate?id=x&rating=like HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 401},
+		{"the upstream's key", "GET /youtube/v3/videos?part=id HTTP/1.1\r\nHost: x\r\nX-Goog-Api-Key: " + realKey + "\r\n\r\n", 401},
+	}
+	for _, c := range cases {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, c.raw)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			conn.Close()
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		resp.Body.Close()
+		conn.Close()
+		if c.want != 0 && resp.StatusCode != c.want {
+			t.Errorf("%s: %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
+	for _, req := range up.requests() {
+		if strings.Contains(req.URL.Path, "smuggled") || req.Header.Get("X-Goog-Api-Key") != realKey {
+			t.Errorf("the upstream got %s %s with key %q", req.Method, req.URL.Path, req.Header.Get("X-Goog-Api-Key"))
+		}
+	}
+}
