@@ -38,7 +38,9 @@ type Config struct {
 	// and when that is empty too, an in-process Redis.
 	Redis string `json:"redis"`
 	// Callers are the callers and where their tokens are read; none
-	// means loopback clients only, without tokens.
+	// means loopback clients only, without tokens, and only requests
+	// whose Host names the gateway and that no web page of another
+	// origin sent.
 	Callers []Caller `json:"callers"`
 	// Upstreams are the upstreams served, each under its URL path prefix.
 	Upstreams []Upstream `json:"upstreams"`
