@@ -18,24 +18,26 @@ import (
 // model they name, and refuses one its upstream does not serve: each
 // model is a scope of its own in Redis.
 
-// maxNewModels bounds the models an upstream without a "models" option
-// serves in a day: each is a scope of its own, about nine keys kept two
-// days.
+// maxNewModels bounds the models each caller may be the first to ask an
+// upstream without a "models" option for, in a day: each model is a
+// scope of its own in Redis, about nine keys kept two days. A model some
+// caller already asked for is served to all.
 const maxNewModels = 64
 
 // models are the models an upstream serves: those its options list, or
-// any, up to maxNewModels a day.
+// any, each caller bringing at most maxNewModels new ones a day.
 type models struct {
 	listed []string // nil: any
 
 	mu    sync.Mutex
-	seen  map[string]bool
+	seen  map[string]bool // the models served since since
+	added map[string]int  // by caller: how many of them it brought
 	since time.Time
 }
 
-// admit reports whether an upstream serves a model ("" is no model: a
-// request that spends the pool alone).
-func (m *models) admit(model string, now time.Time) bool {
+// admit reports whether an upstream serves a caller a model ("" is no
+// model: a request that spends the pool alone).
+func (m *models) admit(caller, model string, now time.Time) bool {
 	if model == "" {
 		return true
 	}
@@ -45,15 +47,16 @@ func (m *models) admit(model string, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen == nil || now.Sub(m.since) > 24*time.Hour {
-		m.seen, m.since = map[string]bool{}, now
+		m.seen, m.added, m.since = map[string]bool{}, map[string]int{}, now
 	}
 	if m.seen[model] {
 		return true
 	}
-	if len(m.seen) >= maxNewModels {
+	if m.added[caller] >= maxNewModels {
 		return false
 	}
 	m.seen[model] = true
+	m.added[caller]++
 	return true
 }
 

@@ -21,8 +21,9 @@ func chatOf(model string, size int) string {
 
 // TestModelsServed: an upstream serves the models its option "models"
 // lists, and answers 400 naming the option for others, never reaching
-// the upstream nor making a scope in Redis; without the option, a flood
-// of new models stops after maxNewModels.
+// the upstream nor making a scope in Redis; without the option, a
+// caller's flood of new models stops after maxNewModels, and another
+// caller is still served the models already served and new ones.
 func TestModelsServed(t *testing.T) {
 	t.Run("listed", func(t *testing.T) {
 		up := newEcho(t)
@@ -85,6 +86,12 @@ func TestModelsServed(t *testing.T) {
 		}
 		if code, _, b := do(t, "POST", r.url+"/openai/v1/chat/completions", php, strings.NewReader(chatOf("flood-0", 0))); code != 200 {
 			t.Errorf("a model already served: %d %s", code, b)
+		}
+		node := map[string]string{"Authorization": "Bearer " + nodeToken, "Content-Type": "application/json"}
+		for _, m := range []string{"flood-1", "gpt-4o-mini"} {
+			if code, _, b := do(t, "POST", r.url+"/openai/v1/chat/completions", node, strings.NewReader(chatOf(m, 0))); code != 200 {
+				t.Errorf("another caller, model %s: %d %s", m, code, b)
+			}
 		}
 	})
 }

@@ -339,10 +339,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if model == "" {
 			model = modelOf(data)
 		}
-		if !rt.up.models.admit(model, time.Now()) {
+		if !rt.up.models.admit(caller, model, time.Now()) {
 			why := "is not in its option \"models\""
 			if rt.up.models.listed == nil {
-				why = fmt.Sprintf("would be one more than the %d a day it serves without the option \"models\", which lists them", maxNewModels)
+				why = fmt.Sprintf("would be one more than the %d new models a day a caller may ask for without the option \"models\", which lists them", maxNewModels)
 			}
 			answer(w, http.StatusBadRequest, 0, body{Status: "bad_request", Upstream: rt.up.cfg.Name, Cause: "model",
 				Message: "tollgate: upstream " + strconv.Quote(rt.up.cfg.Name) + " does not serve this model: it " + why})
