@@ -123,7 +123,8 @@ func (l *Limiter) survey(ctx context.Context, scope string) ([]storedScope, erro
 			}
 			d, err := readDescription(bk.about, v)
 			if err != nil {
-				return nil, err
+				bk.b.Err = err // this bucket's alone: the others are read
+				continue
 			}
 			bk.b.Description = &d
 		}

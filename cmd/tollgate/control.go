@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/cmd/tollgate/internal/web"
 	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/ops"
@@ -35,6 +36,8 @@ func (c *cli) pause(ctx context.Context, args []string) error {
 		return usagef("pause: -scope is required")
 	case *d <= 0:
 		return usagef("pause: -for must be a positive duration, e.g. 30m")
+	case *d > web.MaxPause:
+		return usagef("pause: -for %v is longer than a pause may be (%v): pause again when it ends", *d, web.MaxPause)
 	case strings.TrimSpace(*reason) == "":
 		return usagef("pause: -reason is required: say why, for the others who see it in status")
 	case len(*reason) > quotapath.MaxReason:

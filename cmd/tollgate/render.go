@@ -40,6 +40,9 @@ func writeText(out io.Writer, r *report) error {
 			fmt.Fprintf(&b, "  %s waiting", count(s.BackgroundWaiting, "background request"))
 		}
 		b.WriteString("\n")
+		if s.Err != "" {
+			b.WriteString("  cannot be read: " + s.Err + "\n")
+		}
 		writeSpending(&b, "  ", s.Spending, r.At)
 		for _, bk := range s.Buckets {
 			writeBucket(&b, bk, r.At)

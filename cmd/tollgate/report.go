@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,10 @@ type scopeReport struct {
 	// Spending: the refusals by pauses of the whole scope, as processes
 	// report them (spenders.go); absent when none does.
 	Spending *spendingReport `json:"spending,omitempty"`
+	// Err: why the scope could not be read (a key holding a value no
+	// tollgate wrote, or of a newer format); it is then shown by name and
+	// this error alone, and the other scopes as usual.
+	Err string `json:"error,omitempty"`
 }
 
 type pauseReport struct {
@@ -112,7 +117,11 @@ func gather(ctx context.Context, lim *quota.Limiter, client redis.UniversalClien
 	for _, s := range stored {
 		sr, err := gatherScope(ctx, lim, s, now, zone, bucketRates(spending, s.Scope))
 		if err != nil {
-			return nil, fmt.Errorf("scope %s: %w", s.Scope, err)
+			if ctx.Err() != nil || isRedisDown(err) {
+				return nil, fmt.Errorf("scope %s: %w", s.Scope, err)
+			}
+			// One scope's unreadable key hides that scope alone.
+			sr = scopeReport{Scope: s.Scope, Hashed: s.Hashed, Buckets: []bucketReport{}, Err: oneLine(err.Error())}
 		}
 		r.Scopes = append(r.Scopes, sr)
 	}
@@ -142,6 +151,9 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 		sr.Pause = pauseIn(p, now)
 	}
 	for _, b := range s.Buckets {
+		if b.Err != nil {
+			return sr, fmt.Errorf("bucket %s: %w", b.Bucket, b.Err)
+		}
 		br := bucketReport{Bucket: b.Bucket, Windows: []windowReport{}}
 		if b.Paused {
 			p, err := lim.PauseOf(ctx, s.Scope, b.Bucket)
@@ -268,4 +280,11 @@ func optional(t time.Time) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// isRedisDown reports an error of Redis itself (unreachable, failing),
+// which the whole report fails on, as opposed to one key's value.
+func isRedisDown(err error) bool {
+	var re *quota.RedisError
+	return errors.As(err, &re)
 }

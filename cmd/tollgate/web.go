@@ -145,7 +145,7 @@ func unreached(r ops.Reach, wait time.Duration, what string) error {
 func page(r *report) *web.Page {
 	p := &web.Page{At: r.At, Prefix: r.Prefix, Actions: webActions(r)}
 	for _, s := range r.Scopes {
-		ws := web.Scope{Name: s.Scope, Hashed: s.Hashed, Pause: webPause(s.Pause), BackgroundWaiting: s.BackgroundWaiting}
+		ws := web.Scope{Name: s.Scope, Hashed: s.Hashed, Pause: webPause(s.Pause), BackgroundWaiting: s.BackgroundWaiting, Err: s.Err}
 		for _, b := range s.Buckets {
 			wb := web.Bucket{Name: b.Bucket, Announced: b.Announced, Pause: webPause(b.Pause), Undescribed: b.Undescribed,
 				Leases: b.Leases, Leased: b.Leased, InFlight: b.InFlight, InFlightCap: b.InFlightCap, SlotWaiting: b.SlotWaiting}

@@ -73,6 +73,11 @@ type StoredBucket struct {
 	Announced bool
 	// Slots reports keys of a cap on calls in flight.
 	Slots bool
+	// Err is why the bucket's description could not be read (a value no
+	// tollgate wrote, or of a newer format, matching quota.ErrFormat);
+	// Description is then nil. The other buckets and scopes are read as
+	// usual.
+	Err error
 }
 
 // Survey lists every scope and bucket that has keys under the limiter's

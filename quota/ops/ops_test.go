@@ -189,3 +189,49 @@ func TestSeries(t *testing.T) {
 		t.Errorf("Series of an invalid limit: %v, want ErrInvalid", err)
 	}
 }
+
+// TestSurveyBadDescription: a description holding a value no tollgate
+// wrote fails its bucket alone: Survey lists it with Err (ErrFormat) and
+// reads every other bucket and scope as usual.
+func TestSurveyBadDescription(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	lim, err := quota.New(rdb, quota.WithPrefix("ops:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := quota.PerWindow(1000, time.Minute)
+	for _, scope := range []string{"a", "b"} {
+		if _, err := lim.Allow(ctx, scope, quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{w}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := lim.Describe(ctx, quota.Description{Scope: scope, Bucket: "pool", Limits: []quota.Limit{w}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.Set(ctx, "ops:{a}:pool:about", `{"not": "a description"`, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ops.New(lim).Survey(ctx, "")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Survey: %+v, %v; want both scopes", got, err)
+	}
+	for _, sc := range got {
+		if len(sc.Buckets) != 1 {
+			t.Fatalf("scope %+v, want one bucket", sc)
+		}
+		b := sc.Buckets[0]
+		switch sc.Scope {
+		case "a":
+			if b.Err == nil || !errors.Is(b.Err, quota.ErrFormat) || b.Description != nil {
+				t.Errorf("the bad description: %+v; want Err matching ErrFormat, no Description", b)
+			}
+		case "b":
+			if b.Err != nil || b.Description == nil {
+				t.Errorf("the good description: %+v; want it read", b)
+			}
+		}
+	}
+}

@@ -52,6 +52,7 @@ type StoredBucket[D any] struct {
 	Paused      bool
 	Announced   bool
 	Slots       bool
+	Err         error
 }
 
 // Activity is ops.Activity.

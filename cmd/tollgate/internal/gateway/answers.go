@@ -106,6 +106,10 @@ func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case f.drained || errors.Is(err, errShuttingDown) || context.Cause(r.Context()) == errShuttingDown:
 		g.shuttingDown(w, f.up)
+	case f.body.hasStalled():
+		w.Header().Set("Connection", "close")
+		answer(w, http.StatusRequestTimeout, 0, body{Status: "request_timeout", Upstream: up, Cause: "body_timeout",
+			Message: "tollgate: the request body sent nothing for the body timeout; the connection is closed"})
 	case errors.As(err, &qe):
 		if qe.Cause == tollgate.PausedByUpstream && f.replay(w) {
 			return // the upstream's own answer, which paused the scope
@@ -138,9 +142,38 @@ func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.As(err, &ue) {
 			why = fmt.Errorf("%s: %w", ue.Op, ue.Err)
 		}
-		g.log.Printf("upstream %s: %s %s: %s", up, r.Method, r.URL.Path, oneLine(why.Error()))
+		// What the request sent is quoted: a newline in its path cannot
+		// write a line of its own.
+		g.log.Printf("upstream %s: %q %q: %q", up, r.Method, r.URL.Path, oneLine(why.Error()))
 		answer(w, http.StatusBadGateway, 0, body{Status: "bad_gateway", Upstream: up,
 			Message: "tollgate: the request could not be sent to the upstream, or its answer could not be read"})
+	}
+}
+
+// unbuffered answers a request whose body the gateway did not buffer:
+// too large, past a bound on the bytes buffered, stalled, or cut.
+func (g *Gateway) unbuffered(w http.ResponseWriter, r *http.Request, f *flight, err error) {
+	up := f.up.cfg.Name
+	// Its body may not have been read whole: the connection closes, and
+	// the server reads no more of it.
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+	switch {
+	case errors.Is(err, errTooLarge):
+		answer(w, http.StatusBadRequest, 0, body{Status: "bad_request", Upstream: up, Cause: "body",
+			Message: "tollgate: the request body cannot be counted: larger than the upstream's max_body"})
+	case errors.Is(err, errBudgetCaller):
+		answer(w, http.StatusTooManyRequests, 1, body{Status: "too_many_requests", Upstream: up, Cause: "caller_buffered",
+			Message: "tollgate: this caller has as many request bytes buffered as max_buffered_per_caller allows; retry after 1 second"})
+	case errors.Is(err, errBudgetAll):
+		answer(w, http.StatusServiceUnavailable, 1, body{Status: "unavailable", Upstream: up, Cause: "buffered",
+			Message: "tollgate: the gateway has as many request bytes buffered as max_buffered allows; retry after 1 second"})
+	case f.body.hasStalled():
+		answer(w, http.StatusRequestTimeout, 0, body{Status: "request_timeout", Upstream: up, Cause: "body_timeout",
+			Message: "tollgate: the request body sent nothing for the body timeout; the connection is closed"})
+	default:
+		answer(w, http.StatusBadRequest, 0, body{Status: "bad_request", Upstream: up, Cause: "body",
+			Message: "tollgate: the request body could not be read"})
 	}
 }
 

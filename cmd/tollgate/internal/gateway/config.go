@@ -40,7 +40,9 @@ type Config struct {
 	// and when that is empty too, an in-process Redis.
 	Redis string `json:"redis"`
 	// Callers are the callers and where their tokens are read; none
-	// means loopback clients only, without tokens.
+	// means loopback clients only, without tokens, and only requests
+	// whose Host names the gateway and that no web page of another
+	// origin sent.
 	Callers []Caller `json:"callers"`
 	// Upstreams are the upstreams served, each under its URL path prefix.
 	Upstreams []Upstream `json:"upstreams"`
@@ -48,9 +50,17 @@ type Config struct {
 	// the defaults.
 	Limits Limits `json:"limits"`
 	// ForwardedFor says what X-Forwarded-For the upstream gets: "set"
-	// (the default: the client's address alone), "append" (the client's
-	// chain, then its address) or "none".
+	// (the client's address alone), "append" (the client's chain, then
+	// its address) or "none". Empty means "none" for a third-party target
+	// (a host name, or a public address) and "set" for one on localhost,
+	// a loopback or a private address.
 	ForwardedFor string `json:"forwarded_for"`
+	// PublicURL is the URL callers reach the gateway at, e.g.
+	// "https://gateway.internal:8443", when it is not the address it
+	// listens on (behind TLS termination): a rewritten Location points
+	// there. Empty means the address each connection was accepted on;
+	// never the Host a request names.
+	PublicURL string `json:"public_url"`
 }
 
 // DefaultListen is the address served when Config.Listen is empty.
@@ -180,12 +190,29 @@ type Limits struct {
 	// Drain bounds how long the requests in flight upstream may take to
 	// finish after SIGTERM, streams included; default 5s.
 	Drain string `json:"drain"`
+	// BodyTimeout bounds the wait for each read of a request's body: a
+	// body that sends nothing for that long is cut and its connection
+	// closed (nginx's client_body_timeout); default 30s.
+	BodyTimeout string `json:"body_timeout"`
+	// MaxConnsPerClient bounds the connections open at once from one
+	// client address; more are closed as they are accepted; default 256.
+	MaxConnsPerClient int `json:"max_conns_per_client"`
+	// MaxBuffered bounds the bytes of request bodies buffered at once by
+	// the whole gateway (the bodies a provider reads whole to count
+	// tokens); default 256 MiB. A body that would go past it is answered
+	// 503 with Retry-After.
+	MaxBuffered int64 `json:"max_buffered"`
+	// MaxBufferedPerCaller bounds them for each caller (the loopback
+	// clients together, without callers); default 64 MiB. A body that
+	// would go past it is answered 429 with Retry-After.
+	MaxBufferedPerCaller int64 `json:"max_buffered_per_caller"`
 }
 
 // limits are Limits, parsed, defaults filled in.
 type limits struct {
-	readHeader, idle, upstreamHeader, drain time.Duration
-	maxHeaderBytes, maxInFlight             int
+	readHeader, idle, upstreamHeader, drain, body time.Duration
+	maxHeaderBytes, maxInFlight, maxConns         int
+	maxBuffered, maxBufferedPerCaller             int64
 }
 
 // Defaults of Limits.
@@ -196,6 +223,10 @@ const (
 	defaultMaxHeaderBytes        = 64 << 10
 	defaultMaxInFlight           = 64
 	defaultDrain                 = 5 * time.Second
+	defaultBodyTimeout           = 30 * time.Second
+	defaultMaxConnsPerClient     = 256
+	defaultMaxBuffered           = 256 << 20
+	defaultMaxBufferedPerCaller  = 64 << 20
 )
 
 // Load reads a configuration, checks all of it, and reads the tokens and
@@ -230,6 +261,12 @@ func (c *Config) check(dir string, getenv func(string) string) error {
 	}
 	if _, err := c.Limits.parse(); err != nil {
 		return err
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("gateway: public_url %q must be an http or https URL with a host, and no user, query or fragment", redactURL(c.PublicURL))
+		}
 	}
 	names := map[string]bool{}
 	tokens := map[string]string{} // hash: caller
@@ -381,8 +418,9 @@ func (u *Upstream) tollgatePolicy() func(costs.Endpoint) tollgate.Policy {
 // parse returns the limits, defaults filled in.
 func (l Limits) parse() (limits, error) {
 	out := limits{readHeader: defaultReadHeaderTimeout, idle: defaultIdleTimeout,
-		upstreamHeader: defaultUpstreamHeaderTimeout, drain: defaultDrain,
-		maxHeaderBytes: defaultMaxHeaderBytes, maxInFlight: defaultMaxInFlight}
+		upstreamHeader: defaultUpstreamHeaderTimeout, drain: defaultDrain, body: defaultBodyTimeout,
+		maxHeaderBytes: defaultMaxHeaderBytes, maxInFlight: defaultMaxInFlight, maxConns: defaultMaxConnsPerClient,
+		maxBuffered: defaultMaxBuffered, maxBufferedPerCaller: defaultMaxBufferedPerCaller}
 	for _, d := range []struct {
 		name, v string
 		to      *time.Duration
@@ -391,6 +429,7 @@ func (l Limits) parse() (limits, error) {
 		{"idle_timeout", l.IdleTimeout, &out.idle},
 		{"upstream_header_timeout", l.UpstreamHeaderTimeout, &out.upstreamHeader},
 		{"drain", l.Drain, &out.drain},
+		{"body_timeout", l.BodyTimeout, &out.body},
 	} {
 		if d.v == "" {
 			continue
@@ -401,8 +440,20 @@ func (l Limits) parse() (limits, error) {
 		}
 		*d.to = v
 	}
-	if l.MaxHeaderBytes < 0 || l.MaxInFlight < 0 {
-		return out, errors.New("gateway: limits max_header_bytes and max_in_flight must not be negative")
+	if l.MaxHeaderBytes < 0 || l.MaxInFlight < 0 || l.MaxConnsPerClient < 0 {
+		return out, errors.New("gateway: limits max_header_bytes, max_in_flight and max_conns_per_client must not be negative")
+	}
+	if l.MaxBuffered < 0 || l.MaxBufferedPerCaller < 0 {
+		return out, errors.New("gateway: limits max_buffered and max_buffered_per_caller must not be negative")
+	}
+	if l.MaxBuffered > 0 {
+		out.maxBuffered = l.MaxBuffered
+	}
+	if l.MaxBufferedPerCaller > 0 {
+		out.maxBufferedPerCaller = l.MaxBufferedPerCaller
+	}
+	if l.MaxConnsPerClient > 0 {
+		out.maxConns = l.MaxConnsPerClient
 	}
 	if l.MaxHeaderBytes > 0 {
 		out.maxHeaderBytes = l.MaxHeaderBytes

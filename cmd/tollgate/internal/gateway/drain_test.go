@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -146,5 +148,67 @@ func TestDrainCutsAtTheBound(t *testing.T) {
 	res := <-done
 	if res.err == nil && res.body == "part1part2" {
 		t.Errorf("the stream was not cut: %q", res.body)
+	}
+}
+
+// TestDrainFinishesArrivingBody: a request whose headers arrived before
+// the shutdown, its body still arriving, is served when it completes
+// within the drain bound, counted (OpenAI) or streamed (YouTube); a new
+// request on another connection is refused.
+func TestDrainFinishesArrivingBody(t *testing.T) {
+	for _, c := range []struct{ name, path, body string }{
+		{"counted", "/openai/v1/chat/completions", chatOf("gpt-4o-mini", 64<<10)},
+		{"streamed", "/youtube/v3/videos/rate?id=x&rating=like", strings.Repeat("v", 64<<10)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up := newEcho(t)
+			cfg := fmt.Sprintf(`{"limits": {"drain": "3s"}, "callers": [{"name": "php-cron", "token_env": "TOKEN_PHP"}],
+			  "upstreams": [
+			    {"name": "youtube", "provider": "youtube", "prefix": "/youtube/", "target": %q, "key_env": "YT_KEY"},
+			    {"name": "openai", "provider": "openai", "prefix": "/openai/", "target": %q, "key_env": "OAI_KEY"}]}`,
+				up.URL+"/youtube", up.URL)
+			r := start(t, cfg, tollgate.Config{})
+			addr := strings.TrimPrefix(r.url, "http://")
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			half := len(c.body) / 2
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+				c.path, addr, phpToken, len(c.body), c.body[:half])
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				r.mu.Lock()
+				n := len(r.flights)
+				r.mu.Unlock()
+				if n == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the request never entered the gateway")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			r.stop()
+			time.Sleep(300 * time.Millisecond)
+			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				c.Close()
+				t.Error("a new connection was accepted while draining")
+			}
+			if _, err := io.WriteString(conn, c.body[half:]); err != nil {
+				t.Fatal(err)
+			}
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || len(up.requests()) != 1 {
+				t.Errorf("the request whose body arrived during the drain: %d %s, upstream saw %d; want 200, sent", resp.StatusCode, b, len(up.requests()))
+			}
+		})
 	}
 }

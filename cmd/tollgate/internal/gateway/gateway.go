@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,10 +54,14 @@ type Gateway struct {
 	proxy    *httputil.ReverseProxy
 	ups      []*upstream
 	log      *log.Logger
+	public   *url.URL // Config.PublicURL, parsed; nil when not set
+	budget   *budget  // bytes of request bodies buffered
 
 	mu       sync.Mutex
 	flights  map[*flight]struct{}
-	draining bool
+	draining bool      // SIGTERM came: no new requests
+	until    time.Time // the drain's bound, once draining
+	cutting  bool      // the drain's bound passed: nothing more is sent
 }
 
 // upstream is one configured upstream and its Transport.
@@ -65,6 +71,16 @@ type upstream struct {
 	keyHeader string // where its key goes
 	bearer    bool   // as "Authorization: Bearer KEY"
 	queryKey  bool   // a passed-through key= goes to keyHeader
+
+	methods       []string // the methods forwarded; others are answered 405
+	allow         string   // methods, for Allow
+	sessionKey    []byte   // the key of its upload sessions' MACs
+	organization  string   // OpenAI-Organization, from the options
+	project       string   // OpenAI-Project, from the options
+	forwardedFor  string   // set, append or none
+	hidesUploadID bool     // upload_id continues a session only with the gateway's MAC
+	maxBody       int64    // the largest body its provider reads whole; 0: it reads none
+	models        *models  // the models served, of a provider that reads bodies
 }
 
 // Build makes the gateway cfg describes: every upstream's Transport, on
@@ -83,7 +99,8 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, lim: lim, callers: map[string]string{}, loopback: len(cfg.Callers) == 0,
 		inFlight: map[string]*atomic.Int64{"": new(atomic.Int64)}, rdb: opts.Redis,
-		log: log.New(logw, "tollgate serve: ", 0), flights: map[*flight]struct{}{}}
+		log: log.New(logw, "tollgate serve: ", 0), flights: map[*flight]struct{}{},
+		budget: &budget{total: lim.maxBuffered, perCaller: lim.maxBufferedPerCaller, caller: map[string]int64{}}}
 	for _, c := range cfg.Callers {
 		g.callers[tollgate.HashCredential(c.token.get())] = c.Name
 		g.inFlight[c.Name] = new(atomic.Int64)
@@ -100,15 +117,34 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		p := providers[u.Provider]
-		up := &upstream{cfg: u, keyHeader: p.keyHeader, bearer: p.bearer, queryKey: p.queryKey}
-		if u.Provider == "custom" {
+		up := &upstream{cfg: u, keyHeader: p.keyHeader, bearer: p.bearer, queryKey: p.queryKey,
+			methods: p.methods, allow: strings.Join(p.methods, ", "), sessionKey: newSessionKey(u.key.get()),
+			forwardedFor: cfg.ForwardedFor, hidesUploadID: u.Provider == "youtube"}
+		if up.forwardedFor == "" {
+			up.forwardedFor = "set"
+			if thirdParty(u.target) {
+				up.forwardedFor = "none"
+			}
+		}
+		if up.maxBody, up.models, err = bodies(u); err != nil {
+			g.Close()
+			return nil, fmt.Errorf("gateway: upstream %q: %s", u.Name, err)
+		}
+		switch u.Provider {
+		case "custom":
 			var o customOptions
 			if err := decodeOptions(u.Options, &o); err == nil && o.KeyHeader != "" {
 				up.keyHeader = http.CanonicalHeaderKey(o.KeyHeader)
 				up.bearer = up.keyHeader == "Authorization"
 			}
+		case "openai":
+			var o openaiOptions
+			if err := decodeOptions(u.Options, &o); err == nil {
+				up.organization, up.project = o.Organization, o.Project
+			}
 		}
 		tcfg := hooks
+		tcfg.Trace = hooks.Trace.Merge(tollgate.Trace{WaitStarted: g.waitStarted, WaitEnded: g.waitEnded})
 		tcfg.Policy = u.tollgatePolicy()
 		// Each upstream's Transport writes what it spends under a name of
 		// its own (two of one name would overwrite each other's records):
@@ -122,6 +158,9 @@ func Build(cfg *Config, opts Options) (*Gateway, error) {
 		routes = append(routes, route{prefix: u.Prefix, target: u.target, up: up})
 	}
 	g.router = newRouter(routes)
+	if cfg.PublicURL != "" {
+		g.public, _ = url.Parse(cfg.PublicURL) // checked by Load
+	}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:   g.rewrite,
 		Transport: dispatch{},
@@ -176,11 +215,13 @@ type flight struct {
 	query  string // the outgoing raw query
 	keys   []string
 	caller string
-	origin string // scheme and host the caller reached the gateway at
+	hidden string     // upload_ids held back from the Transport, sent as they came
+	body   *timedBody // the request's body; nil without one
 
 	// Set under Gateway.mu:
-	sent    bool // handed to the upstream: it finishes on SIGTERM
-	drained bool // cancelled on SIGTERM before it was sent
+	sent    bool      // handed to the upstream
+	drained bool      // cancelled on SIGTERM before it was sent
+	turn    time.Time // while it waits for its turn: when the turn comes
 
 	// The upstream's answer of 400 and more, for replaying it when the
 	// provider turned it into an error; set and read on the request's
@@ -194,6 +235,10 @@ func flightOf(ctx context.Context) *flight {
 	f, _ := ctx.Value(flightKey{}).(*flight)
 	return f
 }
+
+// cutGrace is how long the requests cut at the drain's bound have to be
+// answered before their connections close.
+const cutGrace = 500 * time.Millisecond
 
 // errShuttingDown is the cause of the requests cancelled on SIGTERM.
 var errShuttingDown = errors.New("gateway: shutting down")
@@ -218,25 +263,41 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.ready(w, r)
 		return
 	}
-	if g.loopback && !isLoopback(r.RemoteAddr) {
-		refuse(w, http.StatusForbidden, "forbidden", "tollgate: this gateway has no callers configured and serves loopback clients only")
-		return
+	if g.loopback {
+		if !isLoopback(r.RemoteAddr) {
+			early(w, r, http.StatusForbidden, "forbidden", "tollgate: this gateway has no callers configured and serves loopback clients only")
+			return
+		}
+		switch hostOK, originOK := g.sameSite(r); {
+		case !hostOK:
+			early(w, r, http.StatusMisdirectedRequest, "misdirected", "tollgate: this gateway has no callers configured and answers to its own address only")
+			return
+		case !originOK:
+			early(w, r, http.StatusForbidden, "forbidden", "tollgate: this gateway has no callers configured and refuses requests from web pages of other origins")
+			return
+		}
 	}
 	caller, ok := g.caller(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
-		refuse(w, http.StatusUnauthorized, "unauthenticated", "tollgate: no valid caller token: send yours as Authorization: Bearer, X-Goog-Api-Key, x-api-key or key=")
+		early(w, r, http.StatusUnauthorized, "unauthenticated", "tollgate: no valid caller token: send yours as Authorization: Bearer, X-Goog-Api-Key, x-api-key or key=")
 		return
 	}
 	rt, raw, plain, err := g.router.match(r.URL.EscapedPath())
 	switch {
 	case errors.Is(err, errNoRoute):
-		refuse(w, http.StatusNotFound, "not_found", "tollgate: no upstream is served under this path")
+		early(w, r, http.StatusNotFound, "not_found", "tollgate: no upstream is served under this path")
 		return
 	case err != nil:
-		refuse(w, http.StatusBadRequest, "bad_request", "tollgate: "+err.Error())
+		early(w, r, http.StatusBadRequest, "bad_request", "tollgate: "+err.Error())
 		return
 	}
+	if !rt.up.allows(r.Method) {
+		w.Header().Set("Allow", rt.up.allow)
+		early(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "tollgate: upstream "+strconv.Quote(rt.up.cfg.Name)+" is not sent this method; it is sent "+rt.up.allow)
+		return
+	}
+	scrub(r.Header)
 	n := g.inFlight[caller]
 	if n.Add(1) > int64(g.lim.maxInFlight) {
 		n.Add(-1)
@@ -254,16 +315,42 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if plain != raw {
 		f.raw = raw
 	}
+	if r.ContentLength != 0 {
+		f.body = newTimedBody(w, r.Body, g.lim.body)
+		r.Body = f.body
+		defer f.body.stop()
+	}
 	f.query, f.keys = withoutKey(r.URL.RawQuery)
-	f.origin = "http://" + r.Host
-	if r.TLS != nil {
-		f.origin = "https://" + r.Host
+	if rt.up.hidesUploadID {
+		f.query, f.hidden = rt.up.uploadSession(f.query)
 	}
 	if !g.enter(f) {
 		g.shuttingDown(w, rt.up)
 		return
 	}
 	defer g.leave(f)
+	if counted, model := rt.up.counted(r.Method, plain); counted && r.ContentLength != 0 {
+		data, held, err := g.budget.buffer(caller, r.Body, r.ContentLength, rt.up.maxBody)
+		defer g.budget.give(caller, held)
+		if err != nil {
+			g.unbuffered(w, r, f, err)
+			return
+		}
+		if model == "" {
+			model = modelOf(data)
+		}
+		if !rt.up.models.admit(caller, model, time.Now()) {
+			why := "is not in its option \"models\""
+			if rt.up.models.listed == nil {
+				why = fmt.Sprintf("would be one more than the %d new models a day a caller may ask for without the option \"models\", which lists them", maxNewModels)
+			}
+			answer(w, http.StatusBadRequest, 0, body{Status: "bad_request", Upstream: rt.up.cfg.Name, Cause: "model",
+				Message: "tollgate: upstream " + strconv.Quote(rt.up.cfg.Name) + " does not serve this model: it " + why})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.ContentLength = int64(len(data))
+	}
 	ctx = context.WithValue(ctx, flightKey{}, f)
 	if caller != "" {
 		ctx = tollgate.WithCaller(ctx, caller)
@@ -301,6 +388,18 @@ func (g *Gateway) caller(r *http.Request) (string, bool) {
 		name = n
 	}
 	return name, name != ""
+}
+
+// early answers a request refused before its body is read. When the
+// request has a body, the connection is closed after the answer and the
+// body is never read: the server would otherwise read up to 256 KiB of
+// it, however slowly it comes, before it lets the connection go.
+func early(w http.ResponseWriter, r *http.Request, code int, status, message string) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+	}
+	refuse(w, code, status, message)
 }
 
 // bearer returns the token of an "Authorization: Bearer" value, or "".
@@ -352,6 +451,15 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL = &url.URL{Scheme: t.Scheme, Host: t.Host, Path: f.path, RawPath: f.raw, RawQuery: f.query}
 	pr.Out.Host = "" // the target's
 	h := pr.Out.Header
+	for _, k := range organizationHeaders {
+		h.Del(k)
+	}
+	if f.up.organization != "" {
+		h.Set("OpenAI-Organization", f.up.organization)
+	}
+	if f.up.project != "" {
+		h.Set("OpenAI-Project", f.up.project)
+	}
 	if f.up.cfg.key != nil {
 		h.Del("Authorization")
 		h.Del("X-Goog-Api-Key")
@@ -365,8 +473,8 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		// A caller's own key, passed through in a header: never in the URL.
 		h.Set(f.up.keyHeader, f.keys[0])
 	}
-	switch g.cfg.ForwardedFor {
-	case "", "set":
+	switch f.up.forwardedFor {
+	case "set":
 		pr.SetXForwarded()
 		h.Del("X-Forwarded-Host")
 		h.Del("X-Forwarded-Proto")
@@ -421,8 +529,13 @@ func (g *Gateway) relocate(resp *http.Response) error {
 	q := ""
 	if u.RawQuery != "" {
 		q = "?" + u.RawQuery
+		if best.up.hidesUploadID {
+			if id := u.Query().Get("upload_id"); id != "" {
+				q += "&" + sessionParam + "=" + best.up.sessionMAC(id)
+			}
+		}
 	}
-	resp.Header.Set("Location", f.origin+best.prefix+rest+q)
+	resp.Header.Set("Location", g.origin(resp.Request.Context())+best.prefix+rest+q)
 	return nil
 }
 
@@ -448,6 +561,13 @@ func (s *sender) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body.Close()
 		}
 		return nil, errShuttingDown
+	}
+	if f != nil && f.hidden != "" {
+		req = req.Clone(req.Context())
+		if req.URL.RawQuery != "" {
+			req.URL.RawQuery += "&"
+		}
+		req.URL.RawQuery += f.hidden
 	}
 	resp, err := s.base.RoundTrip(req)
 	if err == nil && f != nil && resp.StatusCode >= 400 {
@@ -508,26 +628,56 @@ func (g *Gateway) leave(f *flight) {
 	g.mu.Unlock()
 }
 
-// send marks a request as sent upstream; false once the gateway is
-// shutting down and it was not.
+// send marks a request as sent upstream; false once the drain's bound
+// passed and it was not.
 func (g *Gateway) send(f *flight) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.draining && !f.sent {
+	if g.cutting && !f.sent {
 		return false
 	}
 	f.sent = true
 	return true
 }
 
-// drain starts the shutdown: requests not yet sent upstream (waiting for
-// their turn) are cancelled, and answered 503; the others go on.
-func (g *Gateway) drain() {
+// waitStarted notes when a request's turn comes (the Trace's
+// WaitStarted); while draining, a request whose turn comes after the
+// drain's bound is cancelled at once, and answered 503.
+func (g *Gateway) waitStarted(ctx context.Context, d tollgate.Decision) {
+	f := flightOf(ctx)
+	if f == nil {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.draining = true
+	f.turn = d.At
+	if g.draining && !f.sent && d.At.After(g.until) {
+		f.drained = true
+		f.cancel(errShuttingDown)
+	}
+}
+
+// waitEnded notes that a request no longer waits (the Trace's
+// WaitEnded).
+func (g *Gateway) waitEnded(ctx context.Context, _ tollgate.Decision) {
+	if f := flightOf(ctx); f != nil {
+		g.mu.Lock()
+		f.turn = time.Time{}
+		g.mu.Unlock()
+	}
+}
+
+// drain starts the shutdown, with until its bound: no new request is
+// served; a request waiting for a turn that comes after until is
+// cancelled, and answered 503; every other request whose headers
+// arrived goes on: its body may still be arriving, it may be waiting
+// for a turn that comes in time, or in flight upstream.
+func (g *Gateway) drain(until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.draining, g.until = true, until
 	for f := range g.flights {
-		if !f.sent {
+		if !f.sent && !f.turn.IsZero() && f.turn.After(until) {
 			f.drained = true
 			f.cancel(errShuttingDown)
 		}
@@ -535,20 +685,28 @@ func (g *Gateway) drain() {
 }
 
 // cut ends every request still in flight: the drain's bound passed.
+// Those not sent upstream yet are answered 503.
 func (g *Gateway) cut() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.cutting = true
 	for f := range g.flights {
+		if !f.sent {
+			f.drained = true
+		}
 		f.cancel(errShuttingDown)
 	}
 }
 
 // Serve serves on ln until ctx is done, then shuts down: it stops
 // accepting connections at once, answers 503 to the requests waiting for
-// their turn, lets those in flight upstream finish (streams included) for
-// up to the drain bound (Limits.Drain), cuts what is left, and returns
-// nil. It returns the server's error if serving fails before.
+// a turn that comes after the drain bound (Limits.Drain), lets every
+// other request whose headers arrived finish (bodies still arriving,
+// turns that come in time, answers streaming) for up to that bound,
+// then answers 503 to those not yet sent upstream, cuts the others, and
+// returns nil. It returns the server's error if serving fails before.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	ln = &perClient{Listener: ln, max: g.lim.maxConns, open: map[string]int{}}
 	srv := &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: g.lim.readHeader,
@@ -563,12 +721,19 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	g.drain()
-	sctx, cancel := context.WithTimeout(context.Background(), g.lim.drain)
+	until := time.Now().Add(g.lim.drain)
+	g.drain(until)
+	sctx, cancel := context.WithDeadline(context.Background(), until)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		g.cut()
-		srv.Close()
+		// A moment for the requests cut before they were sent to be
+		// answered 503, then the connections close.
+		gctx, gcancel := context.WithTimeout(context.Background(), cutGrace)
+		defer gcancel()
+		if srv.Shutdown(gctx) != nil {
+			srv.Close()
+		}
 	}
 	<-done
 	return nil

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +35,9 @@ type provider struct {
 	// queryKey says that a passed-through key= goes to keyHeader, never
 	// in the URL.
 	queryKey bool
+	// methods are the methods the provider's API uses: the only ones
+	// forwarded.
+	methods []string
 }
 
 // roundTripCloser is a provider's Transport.
@@ -43,14 +48,14 @@ type roundTripCloser interface {
 
 // providers are the providers by name.
 var providers = map[string]provider{
-	"youtube": {build: buildYouTube, keyHeader: "X-Goog-Api-Key", queryKey: true},
-	"openai":  {build: buildOpenAI, keyHeader: "Authorization", bearer: true},
-	"gemini":  {build: buildGemini, keyHeader: "X-Goog-Api-Key", queryKey: true},
-	"github":  {build: buildGitHub, keyHeader: "Authorization", bearer: true},
-	"custom":  {build: buildCustom, keyHeader: "Authorization", bearer: true},
+	"youtube": {build: buildYouTube, keyHeader: "X-Goog-Api-Key", queryKey: true, methods: methodsYouTube},
+	"openai":  {build: buildOpenAI, keyHeader: "Authorization", bearer: true, methods: methodsOpenAI},
+	"gemini":  {build: buildGemini, keyHeader: "X-Goog-Api-Key", queryKey: true, methods: methodsGemini},
+	"github":  {build: buildGitHub, keyHeader: "Authorization", bearer: true, methods: methodsREST},
+	"custom":  {build: buildCustom, keyHeader: "Authorization", bearer: true, methods: methodsREST},
 	// Anthropic's key goes in x-api-key; anthropic-version passes as the
 	// caller sent it.
-	"anthropic": {build: buildAnthropic, keyHeader: "X-Api-Key"},
+	"anthropic": {build: buildAnthropic, keyHeader: "X-Api-Key", methods: methodsAnthropic},
 }
 
 // youtubeOptions are the youtube provider's options.
@@ -127,6 +132,15 @@ type openaiOptions struct {
 	// CountUsage settles each request's tokens from the usage its answer
 	// tells (openai.Counting.Usage), for servers that count tokens used.
 	CountUsage bool `json:"count_usage"`
+	// Organization and Project are the OpenAI-Organization and
+	// OpenAI-Project every request is sent with, e.g. "org-abc" and
+	// "proj_abc"; empty: none (the key's defaults). What a caller sends
+	// is never forwarded: it would choose the quota spent.
+	Organization string `json:"organization"`
+	Project      string `json:"project"`
+	// Models are the models served, e.g. ["gpt-4o-mini"]; a request for
+	// another is answered 400. Absent: any, up to 64 a day.
+	Models []string `json:"models"`
 }
 
 func (o *openaiOptions) options() (*openai.Options, error) {
@@ -159,6 +173,8 @@ type geminiOptions struct {
 	RPD            int64   `json:"rpd"`
 	ReservePercent float64 `json:"reserve_percent"`
 	MaxBody        int64   `json:"max_body"`
+	// Models are the models served; see openaiOptions.Models.
+	Models []string `json:"models"`
 }
 
 func buildGemini(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
@@ -200,6 +216,8 @@ type anthropicOptions struct {
 	ToolTokens      int64           `json:"tool_tokens"`
 	InlineTokens    int64           `json:"inline_tokens"`
 	ReferenceTokens int64           `json:"reference_tokens"`
+	// Models are the models served; see openaiOptions.Models.
+	Models []string `json:"models"`
 }
 
 func (o *anthropicOptions) options() (*anthropic.Options, error) {
@@ -315,6 +333,50 @@ func validHeaderName(s string) bool {
 	return true
 }
 
+// bodyOptions are the options of the providers that read a body whole to
+// count it: how large it may be, and the models served.
+type bodyOptions struct {
+	MaxBody int64    `json:"max_body"`
+	Models  []string `json:"models"`
+}
+
+// bodies returns an upstream's max_body (0 for a provider that counts no
+// body) and the models it serves.
+func bodies(u *Upstream) (int64, *models, error) {
+	var def int64
+	switch u.Provider {
+	case "openai":
+		def = openai.DefaultMaxBody
+	case "anthropic":
+		def = anthropic.DefaultMaxBody
+	case "gemini":
+		def = gemini.DefaultMaxBody
+	default:
+		return 0, nil, nil
+	}
+	var o bodyOptions
+	if len(bytes.TrimSpace(u.Options)) > 0 {
+		// The provider's own decoding refuses unknown options.
+		if err := json.Unmarshal(u.Options, &o); err != nil {
+			return 0, nil, fmt.Errorf("options: %s", oneLine(err.Error()))
+		}
+	}
+	m := &models{}
+	if o.Models != nil {
+		m.listed = []string{}
+		for _, name := range o.Models {
+			if strings.TrimSpace(name) == "" {
+				return 0, nil, errors.New("option models has an empty name")
+			}
+			m.listed = append(m.listed, name)
+		}
+	}
+	if o.MaxBody > 0 {
+		def = o.MaxBody
+	}
+	return def, m, nil
+}
+
 // check decodes and checks the upstream's options: it builds the
 // Transport on a client of no server, to have its constructor check the
 // rest, and closes it. Nothing dials: the constructors do not contact
@@ -325,6 +387,10 @@ func (p provider) check(u *Upstream) error {
 	c, err := p.build(u, rdb, nil, tollgate.Config{})
 	if err != nil {
 		return errors.New(oneLine(err.Error()))
+	}
+	if _, _, err := bodies(u); err != nil {
+		c.Close()
+		return err
 	}
 	return c.Close()
 }

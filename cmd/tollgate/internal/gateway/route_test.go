@@ -137,12 +137,12 @@ func TestRouteThroughGateway(t *testing.T) {
 	}
 }
 
-// recorder stands in for the upstreams' Transports: it records where
-// each request would go, and answers 200.
-type recorder struct{ got []*url.URL }
+// recorder stands in for the upstreams' Transports: it records each
+// request it would send, and answers 200.
+type recorder struct{ got []*http.Request }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	r.got = append(r.got, req.URL)
+	r.got = append(r.got, req)
 	if req.Body != nil {
 		req.Body.Close()
 	}
@@ -151,26 +151,15 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func (r *recorder) Close() error { return nil }
 
-// FuzzRoute: whatever the request target (a path, an absolute URI, a
-// CONNECT authority, dot segments plain or escaped), the gateway sends a
-// request only to a configured target's host, under the target's path,
-// by the longest prefix, and a path that a dot segment would move is
-// never sent.
-func FuzzRoute(f *testing.F) {
-	for _, s := range []string{"/youtube/v3/videos?part=id", "/openai/v1/x", "/youtube/../openai", "/youtube/%2e%2e/x",
-		"http://evil/x", "//evil.example/x", "/openai/azure/x", "/a/..%2F..%2Fb", "/youtube/v3/..\\x", "/%2F%2Fevil",
-		"evil.example:443", "*", "/openai/azure/../../youtube/v3"} {
-		f.Add(s)
-	}
+// fuzzGateway builds a gateway of a configuration whose upstreams'
+// Transports are a recorder.
+func fuzzGateway(f *testing.F, config string) (*Gateway, *recorder) {
 	rdb, err := embedded.New()
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { rdb.Close() })
-	cfg, err := Load([]byte(`{"upstreams": [
-	  {"name": "youtube", "provider": "youtube", "prefix": "/youtube/", "target": "https://youtube.googleapis.com/youtube"},
-	  {"name": "openai", "provider": "openai", "prefix": "/openai/", "target": "https://api.openai.com"},
-	  {"name": "azure", "provider": "openai", "prefix": "/openai/azure/", "target": "https://example.openai.azure.com/openai/"}]}`), "", getenv)
+	cfg, err := Load([]byte(config), "", getenv)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -183,9 +172,38 @@ func FuzzRoute(f *testing.F) {
 	for _, u := range g.ups {
 		u.tr = rec
 	}
-	f.Fuzz(func(t *testing.T, target string) {
-		for _, method := range []string{"GET", "CONNECT"} {
-			req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(method + " " + target + " HTTP/1.1\r\nHost: gw\r\n\r\n")))
+	return g, rec
+}
+
+// FuzzRoute: whatever the request target (a path, an absolute URI, a
+// CONNECT authority, dot segments plain or escaped, upload_id and the
+// gateway's own session parameter in the query) and whatever the method
+// and an extra header (a method override, a name with an underscore),
+// the gateway sends a request only to a configured target's host, under
+// the target's path, by the longest prefix, with a method the upstream's
+// API uses, without method overrides or underscore names, and with no
+// upload_id the gateway did not issue in the URL its cost table reads; a
+// path that a dot segment would move is never sent.
+func FuzzRoute(f *testing.F) {
+	for _, s := range []string{"/youtube/v3/videos?part=id", "/openai/v1/x", "/youtube/../openai", "/youtube/%2e%2e/x",
+		"http://evil/x", "//evil.example/x", "/openai/azure/x", "/a/..%2F..%2Fb", "/youtube/v3/..\\x", "/%2F%2Fevil",
+		"evil.example:443", "*", "/openai/azure/../../youtube/v3",
+		"/upload/youtube/v3/videos?uploadType=multipart&upload_id=x", "/upload/youtube/v3/videos?upload%5Fid=x&tollgate_session=00",
+		"/upload/youtube/v3/videos?upload_id=x&upload_id=y&tollgate_session=ab"} {
+		f.Add(s, "GET", "X-HTTP-Method-Override", "DELETE")
+	}
+	f.Add("/openai/v1/models", "TRACE", "X_Goog_Api_Key", "k")
+	f.Add("/youtube/v3/videos?part=id", "PROPFIND", "X-Method-Override", "PUT")
+	f.Add("/upload/youtube/v3/videos?upload_id=x", "PUT", "x-http-method", "DELETE")
+	g, rec := fuzzGateway(f, `{"upstreams": [
+	  {"name": "youtube", "provider": "youtube", "prefix": "/youtube/", "target": "https://youtube.googleapis.com/youtube"},
+	  {"name": "upload", "provider": "youtube", "prefix": "/upload/", "target": "https://youtube.googleapis.com/upload"},
+	  {"name": "openai", "provider": "openai", "prefix": "/openai/", "target": "https://api.openai.com"},
+	  {"name": "azure", "provider": "openai", "prefix": "/openai/azure/", "target": "https://example.openai.azure.com/openai/"}]}`)
+	f.Fuzz(func(t *testing.T, target, method, name, value string) {
+		for _, method := range []string{method, "GET", "CONNECT"} {
+			raw := method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + name + ": " + value + "\r\n\r\n"
+			req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
 			if err != nil {
 				continue // net/http's server never serves it either
 			}
@@ -196,17 +214,110 @@ func FuzzRoute(f *testing.F) {
 			if len(rec.got) == 0 {
 				continue
 			}
+			out := rec.got[0]
 			if method == "CONNECT" {
-				t.Fatalf("CONNECT %q was forwarded to %v", target, rec.got[0])
+				t.Fatalf("CONNECT %q was forwarded to %v", target, out.URL)
 			}
 			if !strings.HasPrefix(target, "/") {
-				t.Fatalf("%q, not a path, was forwarded to %v", target, rec.got[0])
+				t.Fatalf("%q, not a path, was forwarded to %v", target, out.URL)
 			}
 			r, _, _, err := g.router.match(req.URL.EscapedPath())
 			if err != nil {
-				t.Fatalf("%q was forwarded to %v, but it routes nowhere: %v", target, rec.got[0], err)
+				t.Fatalf("%q was forwarded to %v, but it routes nowhere: %v", target, out.URL, err)
 			}
-			checkRouted(t, g.router, req.URL.EscapedPath(), r, rec.got[0])
+			checkRouted(t, g.router, req.URL.EscapedPath(), r, out.URL)
+			if !r.up.allows(out.Method) || out.Method != method {
+				t.Fatalf("%s %q was forwarded as %s to %s, which is not sent it", method, target, out.Method, r.up.cfg.Name)
+			}
+			checkScrubbed(t, out.Header)
+			q, _ := url.ParseQuery(out.URL.RawQuery)
+			if q.Has("upload_id") || q.Has(sessionParam) {
+				t.Fatalf("%q: the Transport read the query %q: an upload_id the gateway did not issue, or its own parameter", target, out.URL.RawQuery)
+			}
+		}
+	})
+}
+
+// checkScrubbed fails when a forwarded request has a header the gateway
+// never forwards.
+func checkScrubbed(t *testing.T, h http.Header) {
+	t.Helper()
+	for k := range h {
+		if strings.Contains(k, "_") {
+			t.Fatalf("a header named %q was forwarded", k)
+		}
+		switch http.CanonicalHeaderKey(k) {
+		case "X-Http-Method-Override", "X-Http-Method", "X-Method-Override":
+			t.Fatalf("the method override %s: %q was forwarded", k, h[k])
+		}
+	}
+}
+
+// FuzzHeaders: whatever headers a caller sends (a token anywhere, an
+// underscore name, a method override, an OpenAI organization or project),
+// a request is forwarded only with one caller's token, and then with the
+// upstream's key alone in its key's header, no token of a caller where
+// an SDK puts a key nor in the query, no header the gateway never
+// forwards, and the organization and project
+// the configuration sets.
+func FuzzHeaders(f *testing.F) {
+	for _, s := range [][2]string{
+		{"X-Goog-Api-Key", phpToken}, {"X_Goog_Api_Key", realKey}, {"Authorization", "Bearer " + nodeToken},
+		{"OpenAI-Organization", "org-evil"}, {"OpenAI-Project", "proj_default"}, {"X-HTTP-Method-Override", "DELETE"},
+		{"x-api-key", phpToken}, {"Authorization_", "Bearer x"}, {"Openai_Project", "p"},
+	} {
+		f.Add("POST", "/openai/v1/chat/completions", s[0], s[1], "Authorization", "Bearer "+phpToken)
+		f.Add("GET", "/youtube/v3/videos?part=id&key="+phpToken, s[0], s[1], "X-Goog-Api-Key", phpToken)
+	}
+	g, rec := fuzzGateway(f, `{"callers": [{"name": "php-cron", "token_env": "TOKEN_PHP"}, {"name": "node", "token_env": "TOKEN_NODE"}],
+	  "upstreams": [
+	  {"name": "youtube", "provider": "youtube", "prefix": "/youtube/", "target": "https://youtube.googleapis.com/youtube", "key_env": "YT_KEY"},
+	  {"name": "openai", "provider": "openai", "prefix": "/openai/", "target": "https://api.openai.com", "key_env": "OAI_KEY",
+	   "options": {"organization": "org-cfg"}}]}`)
+	f.Fuzz(func(t *testing.T, method, target, n1, v1, n2, v2 string) {
+		raw := method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + n1 + ": " + v1 + "\r\n" + n2 + ": " + v2 + "\r\nContent-Length: 2\r\n\r\n{}"
+		req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		if err != nil {
+			return
+		}
+		req.RemoteAddr = "127.0.0.1:9"
+		rec.got = nil
+		g.ServeHTTP(httptest.NewRecorder(), req)
+		if len(rec.got) == 0 {
+			return
+		}
+		out := rec.got[0]
+		checkScrubbed(t, out.Header)
+		var key, keyHeader string
+		switch {
+		case strings.HasPrefix(out.URL.Path, "/youtube/"):
+			key, keyHeader = realKey, "X-Goog-Api-Key"
+			if out.Header.Get("Authorization") != "" {
+				t.Fatalf("youtube got Authorization %q", out.Header.Get("Authorization"))
+			}
+		default:
+			key, keyHeader = "Bearer sk-real-openai-key", "Authorization"
+			if o, p := out.Header.Values("Openai-Organization"), out.Header.Values("Openai-Project"); len(o) != 1 || o[0] != "org-cfg" || len(p) != 0 {
+				t.Fatalf("openai got OpenAI-Organization %q, OpenAI-Project %q; want org-cfg and none", o, p)
+			}
+			if out.Header.Get("X-Goog-Api-Key") != "" {
+				t.Fatalf("openai got X-Goog-Api-Key")
+			}
+		}
+		if v := out.Header.Values(keyHeader); len(v) != 1 || v[0] != key {
+			t.Fatalf("%s: %q, want the key alone", keyHeader, v)
+		}
+		// The headers an SDK puts its API key in (a caller may still copy
+		// its token into a header of its own choosing).
+		for _, k := range []string{"Authorization", "X-Goog-Api-Key", "X-Api-Key", "Api-Key"} {
+			for _, v := range out.Header.Values(k) {
+				if strings.Contains(v, phpToken) || strings.Contains(v, nodeToken) {
+					t.Fatalf("a caller's token was forwarded in %s", k)
+				}
+			}
+		}
+		if strings.Contains(out.URL.RawQuery, phpToken) || strings.Contains(out.URL.RawQuery, nodeToken) {
+			t.Fatalf("a caller's token was forwarded in the query %q", out.URL.RawQuery)
 		}
 	})
 }

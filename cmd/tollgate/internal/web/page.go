@@ -42,6 +42,10 @@ type Scope struct {
 	BackgroundWaiting int
 	// Buckets are the scope's buckets.
 	Buckets []Bucket
+	// Err is why the scope could not be read, e.g. a key holding a value
+	// of a format this tollgate cannot read; "" when it was. The page
+	// shows it in the scope's place.
+	Err string
 }
 
 // Pause is a pause in force.

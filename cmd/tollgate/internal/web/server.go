@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -31,7 +32,17 @@ const (
 	// MaxReason is the longest reason a pause may carry, in bytes (as
 	// quota.MaxReason).
 	MaxReason = 200
-	maxForm   = 8 << 10
+	// MaxPause is the longest pause, from the page as from the pause
+	// command: 7 days. A longer one is a mistake more often than not
+	// (2562047h is accepted by Go's durations), and it outlives anyone's
+	// memory of why.
+	MaxPause = 7 * 24 * time.Hour
+	maxForm  = 8 << 10
+	// maxWrongTokens wrong operator tokens within wrongTokenWindow make
+	// the page refuse every token, the right one too, with 429 until the
+	// oldest of them is that old.
+	maxWrongTokens   = 5
+	wrongTokenWindow = time.Minute
 )
 
 // Options configure a Server.
@@ -71,6 +82,33 @@ type Server struct {
 	cop   *http.CrossOriginProtection
 	style []byte
 	code  []byte
+
+	mu    sync.Mutex
+	wrong []time.Time // the last wrong operator tokens, oldest first
+}
+
+// guessing reports whether too many wrong operator tokens came lately,
+// and how long until one more may be tried.
+func (s *Server) guessing(now time.Time) (bool, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.wrong) > 0 && now.Sub(s.wrong[0]) >= wrongTokenWindow {
+		s.wrong = s.wrong[1:]
+	}
+	if len(s.wrong) < maxWrongTokens {
+		return false, 0
+	}
+	return true, wrongTokenWindow - now.Sub(s.wrong[0])
+}
+
+// wrongToken records a wrong operator token.
+func (s *Server) wrongToken(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wrong = append(s.wrong, now)
+	if len(s.wrong) > maxWrongTokens {
+		s.wrong = s.wrong[len(s.wrong)-maxWrongTokens:]
+	}
 }
 
 // New builds a Server; it fails when Read is missing.
@@ -232,10 +270,19 @@ func (s *Server) act(what string) http.HandlerFunc {
 			refuse(w, http.StatusForbidden, "missing or stale form token: reload the page")
 			return
 		}
+		if limited, wait := s.guessing(time.Now()); limited {
+			w.Header().Set("Retry-After", strconv.Itoa(max(int(wait.Seconds()+0.999), 1)))
+			s.opts.Log.Warn("tollgate web: "+what+" refused: too many wrong operator tokens lately", "from", r.RemoteAddr)
+			refuse(w, http.StatusTooManyRequests, "too many wrong operator tokens lately: wait before trying again")
+			return
+		}
 		// Hashes of equal length: the comparison tells nothing of the
 		// token's length either.
 		sent := sha256.Sum256([]byte(r.PostForm.Get("token")))
 		if r.PostForm.Get("token") == "" || subtle.ConstantTimeCompare(sent[:], s.token[:]) != 1 {
+			if r.PostForm.Get("token") != "" {
+				s.wrongToken(time.Now())
+			}
 			refuse(w, http.StatusForbidden, "wrong or missing operator token")
 			return
 		}
@@ -290,6 +337,8 @@ func readAction(r *http.Request, what string) (Action, error) {
 	switch {
 	case err != nil || d <= 0:
 		return a, errors.New("for: a positive duration, e.g. 30m")
+	case d > MaxPause:
+		return a, fmt.Errorf("for: at most %v: pause again when it ends", MaxPause)
 	case a.Why == "":
 		return a, errors.New("reason: say why, for the others who see it")
 	case len(a.Why) > MaxReason || !plain(a.Why):
