@@ -63,3 +63,43 @@ func TestCancelledHoldLeavesNoQueue(t *testing.T) {
 		t.Errorf("the day counts %d units, want 2", u.Used)
 	}
 }
+
+// TestCancelHoldsOfOneSliceOfADay: three holds dated 30s ahead by a pause
+// share a day's slice with the units spent before them; given back one
+// after the other, each finds its units, and the day counts only what was
+// spent.
+func TestCancelHoldsOfOneSliceOfADay(t *testing.T) {
+	s := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { c.Close() })
+	now := time.Date(2026, 11, 2, 0, 0, 1, 0, time.UTC)
+	l := mustNew(t, c, WithClock(func() time.Time { return now }))
+	ctx := context.Background()
+	charge := Charge{Bucket: "b", Units: 2, Limits: []Limit{PerDay(1000, time.UTC)}}
+	if r, err := l.Reserve(ctx, "s", 0, charge); err != nil || !r.OK() {
+		t.Fatalf("first request: %v, %v", r, err)
+	}
+	if _, err := l.PauseBecause(ctx, "s", "", 30*time.Second, "rotation"); err != nil {
+		t.Fatal(err)
+	}
+	var holds []*Reservation
+	for range 3 {
+		h, err := l.Reserve(ctx, "s", time.Minute, charge)
+		if err != nil || !h.OK() || h.Delay() != 30*time.Second {
+			t.Fatalf("during the pause: %v, %v; want a hold 30s ahead", h, err)
+		}
+		holds = append(holds, h)
+	}
+	for _, h := range holds {
+		if err := h.Cancel(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := l.Usage(ctx, "s", "b", charge.Limits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Used != 2 || u.Held != 0 {
+		t.Errorf("after the holds were given back, the day counts %d units, %d held; want 2, none held", u.Used, u.Held)
+	}
+}
