@@ -77,7 +77,7 @@ func tidy(c chart) chart {
 // top is the units the chart's scale reaches: the largest of the numbers
 // drawn, with a little room above.
 func top(w Window, more ...int64) float64 {
-	m := max(w.Limit, w.Quota, w.Used, 1)
+	m := max(w.Limit, w.Quota, w.Used+w.Held, 1)
 	for _, v := range more {
 		m = max(m, v)
 	}
@@ -90,18 +90,18 @@ func fnum(f float64) float64 {
 	return v
 }
 
-// gauge draws Used (and its Held part) against Limit and Quota as a
-// horizontal bar: what the page shows until a window's slices are read.
+// gauge draws Used (and Held after it, lighter) against Limit and Quota
+// as a horizontal bar: what the page shows for a token bucket, or until a
+// window's slices are read.
 func gauge(w Window) chart {
 	scale := top(w)
 	x := func(u int64) float64 { return fnum(padLeft + float64(u)/scale*plotW) }
-	c := chart{W: chartW, H: 80, Title: fmt.Sprintf("%s: %d of %d units used", w.Name, w.Used, w.Limit)}
+	c := chart{W: chartW, H: 80, Title: fmt.Sprintf("%s: %d of %d units spent", w.Name, w.Used, w.Limit)}
 	y0, h := 22.0, 28.0
 	c.Rects = append(c.Rects, rect{X: padLeft, Y: y0, W: plotW, H: h, Class: "track"})
-	used := w.Used - w.Held
-	c.Rects = append(c.Rects, rect{X: padLeft, Y: y0, W: x(used) - padLeft, H: h, Class: usedClass(w)})
+	c.Rects = append(c.Rects, rect{X: padLeft, Y: y0, W: x(w.Used) - padLeft, H: h, Class: usedClass(w)})
 	if w.Held > 0 {
-		c.Rects = append(c.Rects, rect{X: x(used), Y: y0, W: x(w.Used) - x(used), H: h, Class: "held"})
+		c.Rects = append(c.Rects, rect{X: x(w.Used), Y: y0, W: x(w.Used+w.Held) - x(w.Used), H: h, Class: "held"})
 	}
 	if w.Quota > w.Limit {
 		c.Rects = append(c.Rects, rect{X: x(w.Limit), Y: y0 - 6, W: x(w.Quota) - x(w.Limit), H: h + 12, Class: "reserve"})
@@ -110,7 +110,7 @@ func gauge(w Window) chart {
 	}
 	c.Lines = append(c.Lines, line{X1: x(w.Limit), Y1: y0 - 6, X2: x(w.Limit), Y2: y0 + h + 6, Class: "limit"})
 	c.Texts = append(c.Texts,
-		text{X: padLeft - 6, Y: y0 + h/2 + 4, Anchor: "end", Class: "lbl", Text: "used"},
+		text{X: padLeft - 6, Y: y0 + h/2 + 4, Anchor: "end", Class: "lbl", Text: "spent"},
 		text{X: x(w.Limit), Y: y0 - 8, Anchor: "middle", Class: "lbl", Text: "limit " + strconv.FormatInt(w.Limit, 10)},
 	)
 	// The count inside the bar when it fits there, else just after it.

@@ -93,8 +93,9 @@ type Window struct {
 	// units behind it (0: not told), so Quota-Limit is the reserve.
 	Limit int64
 	Quota int64
-	// Used is the units counted now, Held the part held for waiting
-	// requests, Remaining what is left.
+	// Used is the units admitted and spent in the window now; Held, apart,
+	// the units held for requests waiting for room, dated later;
+	// Remaining the room left for new requests.
 	Used      int64
 	Held      int64
 	Remaining int64
@@ -116,7 +117,7 @@ type Window struct {
 	Period string
 	// Series is what was spent over the window, slice by slice, oldest
 	// first (seam: the reader of the window's slice log). Without it the
-	// chart draws Used against Limit.
+	// chart draws Used (and Held after it) against Limit.
 	Series []Point
 	// Forecast is where the window is heading at the current rate (seam:
 	// internal/forecast); nil draws none.
