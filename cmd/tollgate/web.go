@@ -210,6 +210,7 @@ func page(r *report) *web.Page {
 					ww.Reset = *w.Reset
 				}
 				ww.Start, ww.End = span(w.limit, r.At)
+				ww.Sliding = w.limit.Refill == 0 && !w.limit.Calendar && !w.limit.Fixed
 				ww.Series, ww.Forecast = webSeries(w)
 				wb.Windows = append(wb.Windows, ww)
 			}
@@ -221,7 +222,7 @@ func page(r *report) *web.Page {
 }
 
 // span is the extent of l's window holding now, for the chart: a
-// calendar day's midnights, a fixed window's bounds, (now-W, now+W/4] for a
+// calendar day's midnights, a fixed window's bounds, (now-W, now] for a
 // sliding window; zero for a token bucket.
 func span(l quota.Limit, now time.Time) (start, end time.Time) {
 	switch {
@@ -238,9 +239,9 @@ func span(l quota.Limit, now time.Time) (start, end time.Time) {
 		}
 		return end.Add(-l.Window), end
 	}
-	// A sliding window's chart runs a quarter window past now, so that
-	// the forecast has room to be drawn.
-	return now.Add(-l.Window), now.Add(l.Window / 4)
+	// A sliding window's chart ends at now: what is past it has not
+	// happened, and its forecast is its sentence.
+	return now.Add(-l.Window), now
 }
 
 func webPause(p *pauseReport) *web.Pause {

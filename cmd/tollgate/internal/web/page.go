@@ -101,7 +101,7 @@ type Window struct {
 	Remaining int64
 	// Start and End bound the window the chart spans: for a calendar day
 	// its midnights, for a sliding window of length W [At-W, At]. A zero
-	// Start draws no time axis (a token bucket).
+	// Start draws no time axis, but a bar (a token bucket).
 	Start time.Time
 	End   time.Time
 	// NextFree is when the oldest counted units leave; Reset when all
@@ -115,9 +115,12 @@ type Window struct {
 	// Period, e.g. 4000 per "1m0s". Refill is 0 for a window.
 	Refill int64
 	Period string
+	// Sliding reports a sliding window: its chart ends at now (End is
+	// At) and draws no forecast, which its sentence says.
+	Sliding bool
 	// Series is what was spent over the window, slice by slice, oldest
-	// first (seam: the reader of the window's slice log). Without it the
-	// chart draws Used (and Held after it) against Limit.
+	// first (seam: the reader of the window's slice log); slices dated
+	// after At (holds of waiting requests) are not drawn.
 	Series []Point
 	// Forecast is where the window is heading at the current rate (seam:
 	// internal/forecast); nil draws none.
@@ -139,6 +142,9 @@ type Forecast struct {
 	// Spent is when the window would be spent at Rate; zero when not
 	// before its units come back.
 	Spent time.Time
+	// AtRisk reports that the window is spent at Rate before its units
+	// come back: only then is the sentence in the warning colour.
+	AtRisk bool
 	// Text says it in words, e.g. "at this rate, spent at 14:05 PDT,
 	// 9h58m before the reset".
 	Text string
