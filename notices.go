@@ -109,7 +109,7 @@ func (h *hearing) stopWaiters(ctx context.Context, reads *pauseReads) {
 // before the notice is acknowledged; the requests decide again, as
 // requests arriving now, once the operator's tool confirms that every
 // process listening has given its holds back (Notice.Confirmed), or after
-// ResumeSettle: deciding earlier, a request would be placed behind the
+// resumeSettle: deciding earlier, a request would be placed behind the
 // holds another process is about to give back, and wait for nothing.
 func (h *hearing) redecideWaiters(ctx context.Context, n quota.Notice) {
 	taken := h.waiters.Take(n)
