@@ -21,6 +21,16 @@ type decider struct {
 	background map[string][]quota.Limit // the share background requests may spend
 	caps       map[string]int           // requests in flight, per bucket that has a cap
 	local      bool                     // the FailLocal mode's: its refusals say nothing of Redis
+	transit    time.Duration            // what sliding and fixed windows were lengthened by
+}
+
+// configured returns l with its window as configured: Transit is
+// tollgate's margin, kept out of what people read (errors).
+func (d *decider) configured(l quota.Limit) quota.Limit {
+	if !l.Calendar && l.Refill == 0 && d.transit > 0 && l.Window > d.transit {
+		l.Window -= d.transit
+	}
+	return l
 }
 
 // decision is the stage that asks a limiter for the request's units, as
@@ -130,14 +140,20 @@ func noRoom(d *decider) Cause {
 
 // limiterError turns a limiter's error into the Transport's: a Redis failure
 // stays as it is (the path falls back on it), and so does state of another
-// Redis format; units no limit can ever hold are a configuration problem,
-// or, on the local limiter whose limits are a share, a refusal.
+// Redis format; units no limit can ever hold are a configuration problem
+// (its limit named with the window as configured), or, on the local
+// limiter whose limits are a share, a refusal.
 func limiterError(d *decider, r *request, scope string, err error) error {
 	if errors.Is(err, quota.ErrCostExceedsLimit) && d.local {
 		return r.refused(scope, "", RedisDown, 0, "")
 	}
 	if errors.Is(err, quota.ErrRedis) || errors.Is(err, quota.ErrFormat) {
 		return err
+	}
+	if ce, ok := err.(*quota.CostError); ok {
+		shown := *ce
+		shown.Limit = d.configured(ce.Limit)
+		err = &shown
 	}
 	return fmt.Errorf("tollgate: endpoint %q: %w", r.endpoint.Name, err)
 }

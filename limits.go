@@ -106,7 +106,7 @@ func maxCapacity(period time.Duration) int64 {
 // decider returns a limiter with the limits it enforces, computed from
 // the upstream's (checked, by bucket) and the caps on requests in flight.
 func (a *limits) decider(lim *quota.Limiter, upstream map[string][]quota.Limit, caps map[string]int, local bool) *decider {
-	d := &decider{lim: lim, local: local,
+	d := &decider{lim: lim, local: local, transit: a.transit,
 		limits:     make(map[string][]quota.Limit, len(upstream)),
 		background: make(map[string][]quota.Limit, len(upstream)),
 		caps:       make(map[string]int, len(caps)),

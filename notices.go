@@ -16,7 +16,9 @@ import (
 // Transport has anything they must reach (internal/notices): a pause ends
 // the leases it concerns, is remembered as a refusal of the scope buckets
 // this process decided on, and stops the waits it concerns (pauses.go); a
-// resume forgets the refusals it concerns.
+// resume forgets the refusals it concerns, and reaches the requests
+// waiting for a hold's turn as a pause does: their holds, dated after a
+// pause that no longer holds, are given back and they decide again.
 
 // hearing applies the notices the Transport hears.
 type hearing struct {
@@ -27,12 +29,18 @@ type hearing struct {
 	waiters   *notices.Waiters
 	described *described
 	clock     *clock
+	resumes   resumes
 }
 
 // apply makes a notice hold in this process.
 func (h *hearing) apply(ctx context.Context, n quota.Notice) {
+	if n.Confirmed {
+		h.resumes.end(n.ID)
+		return
+	}
 	if n.Resume {
 		h.refusals.Forget(func(k remember.Key) bool { return n.Concerns(k.Scope, k.Bucket) })
+		h.redecideWaiters(ctx, n)
 		return
 	}
 	h.listening.NextIfLive() // a request that waited through it reads Redis, unless stopped here
@@ -93,6 +101,68 @@ func (h *hearing) stopWaiters(ctx context.Context, reads *pauseReads) {
 	wg.Wait()
 	for w, bucket := range taken {
 		w.Stop(reads.of(ctx, w.Scope, bucket))
+	}
+}
+
+// redecideWaiters gives back, together, the holds of the requests waiting
+// in what the resume notice concerns, dated after a pause it lifted,
+// before the notice is acknowledged; the requests decide again, as
+// requests arriving now, once the operator's tool confirms that every
+// process listening has given its holds back (Notice.Confirmed), or after
+// resumeSettle: deciding earlier, a request would be placed behind the
+// holds another process is about to give back, and wait for nothing.
+func (h *hearing) redecideWaiters(ctx context.Context, n quota.Notice) {
+	taken := h.waiters.Take(n)
+	if len(taken) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range taken {
+		wg.Go(func() { _ = w.Hold.Cancel(ctx) }) // concurrent: the limiter pipelines them
+	}
+	wg.Wait()
+	rw := &resumedWait{ready: h.resumes.start(n.ID)}
+	for w := range taken {
+		w.Stop(rw)
+	}
+}
+
+// resumeSettle bounds how long requests a resume reached wait for its
+// confirmation before they decide again: a resume told without
+// ops.Operator.Confirm is never confirmed.
+const resumeSettle = 2 * time.Second
+
+// resumes are the resumes heard whose requests wait for their
+// confirmation. The zero value holds none; it is safe for concurrent use.
+type resumes struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// start returns the channel closed when the resume id is confirmed, or
+// resumeSettle from now.
+func (rs *resumes) start(id string) <-chan struct{} {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if ch, ok := rs.m[id]; ok {
+		return ch
+	}
+	if rs.m == nil {
+		rs.m = make(map[string]chan struct{})
+	}
+	ch := make(chan struct{})
+	rs.m[id] = ch
+	time.AfterFunc(resumeSettle, func() { rs.end(id) })
+	return ch
+}
+
+// end closes the channel of the resume id, if it is open.
+func (rs *resumes) end(id string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if ch, ok := rs.m[id]; ok {
+		close(ch)
+		delete(rs.m, id)
 	}
 }
 

@@ -2,6 +2,7 @@ package tollgate
 
 import (
 	"context"
+	"errors"
 	"time"
 	"unicode/utf8"
 
@@ -36,7 +37,20 @@ func priorityOf(ctx context.Context) quota.Priority {
 // otherwise dated after the pause. When the Transport could not listen
 // throughout the wait (the subscription broke, or was made after the hold
 // was taken), the request reads the pauses in Redis before it is sent: one
-// round trip, for requests that waited only.
+// round trip, for requests that waited only. A resume reaches the
+// requests waiting for a hold's turn the same way: each gives its hold
+// back and decides again, so that what waited behind the pause is served
+// as soon as there is room.
+
+// errResumed ends a wait a resume reached: the hold, dated after a pause
+// the resume lifted, was given back, and the request decides again.
+var errResumed = errors.New("tollgate: a resume reached a waiting request")
+
+// resumedWait is the cause that stops a wait a resume reached: ready is
+// closed once the request may decide again (notices.go).
+type resumedWait struct{ ready <-chan struct{} }
+
+func (*resumedWait) Error() string { return errResumed.Error() }
 
 // pausedWait is the cause that ends a wait a pause reached: the pause, as
 // the refusal it makes for a request that cannot wait it out.
@@ -114,4 +128,10 @@ func pauseReason(s string) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// resumedBy returns the resume that stopped a wait with cause, or nil.
+func resumedBy(cause error) *resumedWait {
+	rw, _ := cause.(*resumedWait)
+	return rw
 }

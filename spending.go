@@ -17,7 +17,8 @@ import (
 // what is refused, per scope, bucket, endpoint and caller
 // (internal/spend), and writes it to the Redis of Config.Limiter, under
 // its prefix, off the request's path: at most once every few seconds, and
-// never while idle. tollgate status shows it per bucket: the top
+// never while idle, and once more when the Transport closes (the
+// records then age out with their span). tollgate status shows it per bucket: the top
 // spenders, the requests waiting and the oldest wait, the refusals by
 // cause. The request's path only adds to counters in memory: no command
 // is added to a decision.
@@ -62,15 +63,17 @@ func (t *Transport) startSpending(name string, interval time.Duration) error {
 	return nil
 }
 
-// stopSpending stops the writer and removes this process's records, so
-// that status stops showing it at once.
+// stopSpending stops the writer and writes what this process spent since
+// its last write: its records stay until they age out with their span,
+// so that status shows among those that spent a process that ran for a
+// few seconds (a cron job), and the refusals of each run.
 func (t *Transport) stopSpending(ctx context.Context) error {
 	if t.flusher.stop == nil {
 		return nil
 	}
 	t.flusher.stop()
 	<-t.flusher.done
-	return t.hooks.spend.Leave(ctx)
+	return t.hooks.spend.Close(ctx, time.Now())
 }
 
 // spent counts the units a request sent spends, times sign (-1: given

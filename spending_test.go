@@ -128,12 +128,13 @@ func TestSpendTwoProcesses(t *testing.T) {
 		t.Errorf("the paused scope's reports: %+v, %v; want b's alone, refused %+v", other, err, wantPaused)
 	}
 
-	// Close removes the process's record at once.
+	// Close writes what a spent since its last write, and leaves its
+	// record, which counts for its span: a still spent in it.
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if reports, err := spendrec.Read(context.Background(), s.Client(t), "", tollgate.DefaultScope, later); err != nil || len(reports) != 1 || reports[0].Process != "ingest-b" {
-		t.Errorf("reports after a closed: %+v, %v; want b's alone", reports, err)
+	if reports, err := spendrec.Read(context.Background(), s.Client(t), "", tollgate.DefaultScope, later); err != nil || len(reports) != 2 || reports[0].Process != "ingest-a" || len(reports[0].Waiting) != 0 {
+		t.Errorf("reports after a closed: %+v, %v; want a's and b's, nothing of a's waiting", reports, err)
 	}
 }
 

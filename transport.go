@@ -163,8 +163,9 @@ func New(cfg Config) (*Transport, error) {
 
 // Close ends the Transport's leases, giving back what they did not spend,
 // gives back the slots of requests still in flight, stops writing what
-// this process spends and removes its record (Config.Name), and makes later
-// requests fail with ErrClosed. It closes neither the limiters, which the
+// this process spends after a last write of what it spent since the one
+// before (its record, under Config.Name, ages out with its span), and
+// makes later requests fail with ErrClosed. It closes neither the limiters, which the
 // caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)

@@ -12,7 +12,7 @@ import (
 
 // maxRedecisions bounds how often a waiting request is decided again
 // because announcements kept changing its buckets' limits; maxPauses, how
-// often because pauses reached it.
+// often because pauses reached it (and, apart, how often resumes did).
 const (
 	maxRedecisions = 4
 	maxPauses      = 8
@@ -24,8 +24,8 @@ const (
 // come later is refused (or given back) at once. The decisions' own round
 // trips are bounded by the context alone: a request with room now is
 // admitted however short its MaxWait. A pause that reaches it while it
-// waits, or an announcement that changes its bucket's limit, gives back
-// what it holds and decides it again.
+// waits, a resume that reaches its hold, or an announcement that changes
+// its bucket's limit, gives back what it holds and decides it again.
 func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 	wctx := ctx
 	if limit := r.policy.waitLimit(); limit >= 0 {
@@ -45,7 +45,7 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 		}
 		return err
 	}
-	for redecided, paused := 0, 0; ; {
+	for redecided, paused, resumed := 0, 0, 0; ; {
 		if err := p.gates.learning(ctx, d, r, r.scope, maxWait()); err != nil {
 			return refused(err)
 		}
@@ -76,6 +76,15 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 		learned := p.learnedGen(r)
 		if err := p.waitUnits(ctx, wctx, d, r, charges); err != nil {
 			p.gates.release(ctx, r, heldAll)
+			if err == errResumed {
+				// A resume gave the hold back: decide again, as a
+				// request arriving now would.
+				if resumed < maxPauses {
+					resumed++
+					continue
+				}
+				return r.refused(r.scope, "", noRoom(d), 0, "")
+			}
 			if pw := pausedBy(err); pw != nil {
 				// A pause reached the hold: it was given back, and the
 				// request decides again, as one arriving now would.
@@ -158,7 +167,7 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 	if bounded {
 		maxWait = max(time.Until(deadline), 0) // the wall clock: a context's deadline
 	}
-	heard := p.listening.Heard()
+	heard, resumes := p.listening.Heard(), p.waiters.Resumes()
 	// On ctx: MaxWait bounds the wait for a turn, not the decision's round trip.
 	res, err := d.lim.Reserve(ctx, r.scope, maxWait, charges...)
 	if err != nil {
@@ -179,12 +188,8 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 	}
 	waits := res.Delay() > 0
 	start := p.clock.now()
-	if waits {
-		defer p.hooks.beginWait(r, start).end()
-		p.hooks.waits(ctx, r, waitStarts, detail{at: res.Time()})
-	}
 	hctx := wctx
-	var w *notices.Waiter // registered for pauses to reach
+	var w *notices.Waiter // registered for pauses and resumes to reach
 	if waits {
 		var stop context.CancelCauseFunc
 		hctx, stop = context.WithCancelCause(wctx)
@@ -194,11 +199,18 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 			p.waiters.Add(w)
 			p.listening.Listen(ctx)
 			defer p.listening.Unlisten()
+			if p.missedResume(ctx, r, res, heard, resumes) && p.waiters.Remove(w) {
+				p.gates.release(ctx, r, heldUnits)
+				r.res = nil
+				return errResumed
+			}
 		}
 		if keys := p.announcedKeys(r); len(keys) > 0 {
 			p.holds.Add(keys, res, stop)
 			defer p.holds.Remove(keys, res)
 		}
+		defer p.hooks.beginWait(r, start).end()
+		p.hooks.waits(ctx, r, waitStarts, detail{at: res.Time()})
 	}
 	err = res.Wait(hctx)
 	if w != nil && !p.waiters.Remove(w) {
@@ -218,6 +230,14 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 		switch pw := pausedBy(context.Cause(hctx)); {
 		case errors.Is(context.Cause(hctx), learn.ErrChanged):
 			err = learn.ErrChanged
+		case ctx.Err() == nil && resumedBy(context.Cause(hctx)) != nil:
+			// Still listening: the resume's confirmation must be heard.
+			select {
+			case <-resumedBy(context.Cause(hctx)).ready:
+				err = errResumed
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
 		case pw != nil:
 			err = pw
 		case pausedBy(err) != nil:
@@ -229,6 +249,25 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 		p.hooks.waits(ctx, r, waitEnds, detail{at: res.Time(), waited: p.clock.now().Sub(start), err: err})
 	}
 	return err
+}
+
+// missedResume reports whether a resume may have been told between the
+// request's decision and the moment its hold could be reached (heard and
+// resumes are what the Transport had heard before the decision): a resume
+// applied meanwhile, or, when nothing listened then, a hold a pause dated
+// whose pause Redis no longer holds (one round trip, for those holds
+// only). Its hold would wait for a pause lifted already.
+func (p *decision) missedResume(ctx context.Context, r *request, res *quota.Reservation, heard, resumes uint64) bool {
+	if p.waiters.Resumes() != resumes {
+		return true
+	}
+	c, ok := res.Constraint()
+	if heard != 0 || !ok || !c.Paused {
+		return false
+	}
+	buckets := append([]string{""}, bucketsOf(r)...)
+	_, pz, err := pauseAmong(p.limiter, ctx, r.scope, buckets...)
+	return err == nil && pz.Until.Before(res.Time())
 }
 
 // learnedGen returns the generation of what is learned of each announced

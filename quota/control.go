@@ -192,7 +192,7 @@ func (l *Limiter) control(ctx context.Context, op, scope, bucket string, keys []
 		b = keyPart(bucket)
 	}
 	args := append([]any{clockArg, op, l.controlChannel(), id, keyPart(scope), b}, extra...)
-	l.told.record(id)
+	l.told.record(told{id: id, resume: op == "resume", scope: keyPart(scope), bucket: b})
 	v, err := controlScript.Run(ctx, l.client, keys, args...).Result()
 	if err != nil {
 		return nil, redisError(ctx, op, err)
@@ -211,7 +211,8 @@ func (l *Limiter) appliedChannel() string { return l.prefix + "control:applied" 
 // tool, so that when it returns, every process spending from a lease or
 // remembering a refusal (or, for tollgate's Transports, with requests
 // waiting) has seen what it did. The processes not listening hold none of
-// these, and see pauses in Redis at their next decision. Run one
+// these, and see pauses in Redis at their next decision. Then it tells
+// that each resume was applied (Notice.Confirmed). Run one
 // confirm at a time per limiter, and no other pause while it runs: it
 // counts the notices this limiter tells.
 func (l *Limiter) confirm(ctx context.Context, wait time.Duration, act func(ctx context.Context) error) (access.Reach, error) {
@@ -234,9 +235,10 @@ func (l *Limiter) confirm(ctx context.Context, wait time.Duration, act func(ctx 
 	if err != nil || listening == 0 || len(told) == 0 {
 		return access.Reach{Listening: listening}, err
 	}
+	defer l.confirmResumes(ctx, told)
 	want := make(map[string]int, len(told))
-	for _, id := range told {
-		want[id] = 0
+	for _, t := range told {
+		want[t.id] = 0
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -259,6 +261,22 @@ func (l *Limiter) confirm(ctx context.Context, wait time.Duration, act func(ctx 
 		}
 	}
 	return access.Reach{Listening: listening, Applied: min(fewest(want), listening)}, nil
+}
+
+// confirmResumes tells, once confirm has done waiting, that the resumes
+// it counted were applied (Notice.Confirmed): a Transport's requests that
+// a resume made give their holds back decide again only then, so that none
+// is placed behind a hold another process is about to give back.
+func (l *Limiter) confirmResumes(ctx context.Context, told []told) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	for _, t := range told {
+		if t.resume {
+			// Best effort: a process that never hears it decides again a
+			// little later on its own (tollgate's Transport: 2s).
+			_ = l.client.Publish(ctx, l.controlChannel(), "resumed "+t.id+" 0 "+t.scope+" "+t.bucket).Err()
+		}
+	}
 }
 
 // fewest is the fewest acknowledgements any notice had.
@@ -302,29 +320,36 @@ func (l *Limiter) listening(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// toldIDs records the ids of the notices a limiter tells while confirm
-// runs.
-type toldIDs struct {
-	mu  sync.Mutex
-	ids *[]string // nil when nobody records
+// told is a notice a limiter told: its id, whether it was a resume, and
+// its scope and bucket as keys name them.
+type told struct {
+	id            string
+	resume        bool
+	scope, bucket string
 }
 
-func (t *toldIDs) record(id string) {
+// toldIDs records the notices a limiter tells while confirm runs.
+type toldIDs struct {
+	mu  sync.Mutex
+	ids *[]told // nil when nobody records
+}
+
+func (t *toldIDs) record(n told) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ids != nil {
-		*t.ids = append(*t.ids, id)
+		*t.ids = append(*t.ids, n)
 	}
 }
 
 // start records from now, and returns the function that stops and
 // returns what was recorded.
-func (t *toldIDs) start() func() []string {
-	var ids []string
+func (t *toldIDs) start() func() []told {
+	var ids []told
 	t.mu.Lock()
 	t.ids = &ids
 	t.mu.Unlock()
-	return func() []string {
+	return func() []told {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		t.ids = nil

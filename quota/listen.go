@@ -24,6 +24,12 @@ type Notice struct {
 	// connection: notices told meanwhile were missed, so whatever they
 	// would have changed must be read from Redis again.
 	Subscribed bool
+	// Confirmed reports no new notice but word, from the tool that told
+	// the resume named ID (ops.Operator.Confirm), that every process
+	// listening has applied it, or that the tool stopped waiting for
+	// them: what the resume made each process give back is given back
+	// everywhere. Resume is set too. It needs no acknowledgement.
+	Confirmed bool
 
 	scope, bucket string // as keys name them; bucket "" for a whole scope
 }
@@ -32,7 +38,7 @@ type Notice struct {
 // about a whole scope concerns each of its buckets and the scope itself
 // (bucket ""); one about a bucket concerns that bucket only.
 func (n Notice) Concerns(scope, bucket string) bool {
-	if n.Subscribed || keyPart(scope) != n.scope {
+	if n.Subscribed || n.Confirmed || keyPart(scope) != n.scope {
 		return false
 	}
 	if n.bucket == "" {
@@ -71,7 +77,7 @@ func (ln *Listener) Notices() <-chan Notice { return ln.out }
 
 // Applied acknowledges a notice to the tool waiting for it (see ops.Operator.Confirm).
 func (ln *Listener) Applied(ctx context.Context, n Notice) error {
-	if n.Subscribed {
+	if n.Subscribed || n.Confirmed {
 		return nil
 	}
 	if err := ln.lim.client.Publish(ctx, ln.lim.appliedChannel(), n.ID).Err(); err != nil {
@@ -119,11 +125,16 @@ func (ln *Listener) forward(in <-chan any) {
 	}
 }
 
-// readNotice reads control.lua's "<op> <id> <left µs> <scope> <bucket>".
+// readNotice reads control.lua's "<op> <id> <left µs> <scope> <bucket>",
+// and confirm's "resumed <id> 0 <scope> <bucket>" (the resume's
+// confirmation).
 func readNotice(s string) (Notice, bool) {
 	f := strings.Split(s, " ")
-	if len(f) != 5 || (f[0] != "pause" && f[0] != "resume") || f[1] == "" || f[3] == "" {
+	if len(f) != 5 || (f[0] != "pause" && f[0] != "resume" && f[0] != "resumed") || f[1] == "" || f[3] == "" {
 		return Notice{}, false
+	}
+	if f[0] == "resumed" {
+		return Notice{ID: f[1], Resume: true, Confirmed: true, scope: f[3], bucket: f[4]}, true
 	}
 	left, err := strconv.ParseInt(f[2], 10, 64)
 	if err != nil || left < 0 {

@@ -491,6 +491,8 @@ end
 -- A day's or fixed window's slices start at its own start, read from the
 -- span sent, not the meta's grid: that is the newest entry's, which a hold
 -- in a later window moves there while the calls before it still count.
+-- There, the open slice is found for any instant in its slice, even one
+-- after the slice's own (cancel.lua dates it back when a hold leaves).
 local function find(L, at)
   if L.sum <= L.leased then return nil end
   flush(L)
@@ -503,7 +505,9 @@ local function find(L, at)
     s, length = L.origin + math.floor((at - L.origin) / L.slice) * L.slice, L.slice
   end
   local found, ts = nil, nil
-  if L.open.u > 0 and L.open.t >= at then found, ts = 0, L.open.t end
+  -- A calendar span's open slice holds every unit dated in its slice,
+  -- whatever instant it is dated at (cancel.lua may date it back).
+  if L.open.u > 0 and (L.open.t >= at or (L.window == 0 and s == L.open.s)) then found, ts = 0, L.open.t end
   local n = redis.call('LLEN', L.log)
   local to = n - 1
   while to >= 0 do

@@ -206,3 +206,12 @@ func oneLine(s string) string {
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
+
+// now reads the command's clock: the fixed one of the tests, else the
+// machine's.
+func (c *cli) now() time.Time {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now()
+}

@@ -21,8 +21,9 @@ func writeJSON(w io.Writer, r *report) error {
 }
 
 // writeText writes the report for people: per scope, its pause; per
-// bucket, its pause and, per window, used / limit as a bar, what is left
-// and when units free up; then what is under way.
+// bucket, its pause and, per window, spent / limit as a bar, what is left
+// (and held apart for waiting requests) and when units free up; then what
+// is under way.
 func writeText(out io.Writer, r *report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tollgate status at %s, prefix %q: %s\n", r.At.UTC().Format("2006-01-02 15:04:05 MST"), r.Prefix, count(len(r.Scopes), "scope"))
@@ -64,7 +65,11 @@ func writeBucket(b *strings.Builder, bk bucketReport, now time.Time) {
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, w := range bk.Windows {
-		fmt.Fprintf(tw, "    %s\t[%s]\t%d / %d\t%s\t%s\n", w.Window, bar(w.Used, w.Limit), w.Used, w.Limit, leftText(w), freeText(w, now))
+		spent := "spent"
+		if w.Refill > 0 {
+			spent = "out" // a token bucket's units out of it, refilling
+		}
+		fmt.Fprintf(tw, "    %s\t[%s]\t%d / %d %s\t%s\t%s\n", w.Window, bar(w.Used, w.Limit), w.Used, w.Limit, spent, leftText(w, bk.Spending), freeText(w, now))
 	}
 	tw.Flush()
 	writeForecasts(b, bk)
@@ -91,8 +96,8 @@ func writeBucket(b *strings.Builder, bk bucketReport, now time.Time) {
 	writeSpending(b, "    ", bk.Spending, now)
 }
 
-// bar draws used out of limit; a window counting more than its limit (an
-// upstream's extra charge) shows full.
+// bar draws what is spent out of limit; a window counting more than its
+// limit (an upstream's extra charge) shows full.
 func bar(used, limit int64) string {
 	n := 0
 	if limit > 0 {
@@ -101,15 +106,29 @@ func bar(used, limit int64) string {
 	return strings.Repeat("#", n) + strings.Repeat(".", barWidth-n)
 }
 
-func leftText(w windowReport) string {
+// leftText says what is left of a window, and what is held apart for
+// the requests waiting (sp, when processes report, counts them).
+func leftText(w windowReport, sp *spendingReport) string {
 	s := strconv.FormatInt(w.Remaining, 10) + " left"
 	if w.Quota > 0 && w.Quota != w.Limit {
 		s += fmt.Sprintf(" (%d kept below the upstream's %d)", w.Quota-w.Limit, w.Quota)
 	}
 	if w.Held > 0 {
-		s += fmt.Sprintf(", %d held for waiting requests", w.Held)
+		s += fmt.Sprintf(", %d held for %s", w.Held, waitingText(sp))
 	}
 	return s
+}
+
+// waitingText names the requests waiting in a bucket, counted when
+// processes report them.
+func waitingText(sp *spendingReport) string {
+	if sp == nil || sp.Waiting == 0 {
+		return "waiting requests"
+	}
+	if sp.Waiting == 1 {
+		return "1 waiting request"
+	}
+	return strconv.Itoa(sp.Waiting) + " waiting requests"
 }
 
 func freeText(w windowReport, now time.Time) string {

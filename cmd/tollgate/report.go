@@ -74,10 +74,17 @@ type windowReport struct {
 	Window string `json:"window"`
 	// Limit is the units tollgate lets through, Quota the upstream's
 	// units behind it (0: not told).
-	Limit     int64 `json:"limit"`
-	Quota     int64 `json:"quota,omitempty"`
-	Used      int64 `json:"used"`
-	Held      int64 `json:"held"`
+	Limit int64 `json:"limit"`
+	Quota int64 `json:"quota,omitempty"`
+	// Used is what the window counts as admitted and spent at At, e.g.
+	// 561: what the upstream may have had; above Limit only when more
+	// was spent than admitted (tollgate spend, an upstream's extra
+	// charge). Held is apart: the units held for requests waiting for
+	// room, dated later, e.g. 709. (Before, Used counted Held too.)
+	Used int64 `json:"used"`
+	Held int64 `json:"held"`
+	// Remaining is the room left for new requests: Limit less Used and
+	// Held, never below zero.
 	Remaining int64 `json:"remaining"`
 	// NextFree is when the oldest counted units leave; Reset when all
 	// have (a calendar day's next midnight). A token bucket's Used is
@@ -189,7 +196,7 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 				return sr, err
 			}
 			u := series.Usage
-			w := windowReport{Window: windowName(l, transit), Limit: l.Units, Used: u.Used, Held: u.Held, Remaining: u.Remaining,
+			w := windowReport{Window: windowName(l, transit), Limit: l.Units, Used: u.Used - u.Held, Held: u.Held, Remaining: u.Remaining,
 				NextFree: optional(u.NextFree), Reset: optional(u.Reset), limit: l, slices: series.Slices}
 			if i < len(quotas) {
 				w.Quota = quotas[i]

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tollgate/tollgate/cmd/tollgate/internal/web"
@@ -55,12 +58,15 @@ func (c *cli) web(ctx context.Context, args []string) error {
 	}
 	defer ln.Close()
 	loopback := ln.Addr().(*net.TCPAddr).IP.IsLoopback()
+	down := &outage{where: redact(conn.spec), log: log}
 	srv, err := web.New(web.Options{
 		Read: func(ctx context.Context) (*web.Page, error) {
+			now := c.now()
 			r, err := gather(ctx, lim, client, conn.prefix, *scope, c.clock, c.zoneOrUTC())
 			if err != nil {
-				return nil, err
+				return &web.Page{At: now, Prefix: conn.prefix}, down.says(err, now)
 			}
+			down.over()
 			return page(r), nil
 		},
 		Control:  &webControl{lim: lim, conn: conn, wait: *wait},
@@ -100,6 +106,47 @@ func (c *cli) web(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(c.stderr, "tollgate web: stopped")
 	return nil
+}
+
+// outage remembers since when Redis has not answered the page, to say so.
+type outage struct {
+	where string // the Redis, as -redis names it (no password)
+	log   *slog.Logger
+	mu    sync.Mutex
+	since time.Time // zero while Redis answers
+}
+
+// says turns err, the page's failure to read at now, into what the page
+// shows: for Redis unreachable, a sentence saying so, where and since when
+// (the error itself goes to the log); other errors as they are.
+func (o *outage) says(err error, now time.Time) error {
+	if !unreachable(err) {
+		return err
+	}
+	o.mu.Lock()
+	if o.since.IsZero() {
+		o.since = now
+	}
+	since := o.since
+	o.mu.Unlock()
+	o.log.Warn("tollgate web: redis does not answer", "redis", o.where, "err", err)
+	return fmt.Errorf("Redis at %s does not answer, since %s (for %v): the page shows the quotas again once it does",
+		o.where, since.UTC().Format("15:04:05 MST"), now.Sub(since).Round(time.Second))
+}
+
+// over notes that Redis answered.
+func (o *outage) over() {
+	o.mu.Lock()
+	o.since = time.Time{}
+	o.mu.Unlock()
+}
+
+// unreachable reports an error of a Redis that does not answer: refused,
+// timed out, or gone mid-answer.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // webControl pauses and resumes for the page as the pause and resume
@@ -163,6 +210,7 @@ func page(r *report) *web.Page {
 					ww.Reset = *w.Reset
 				}
 				ww.Start, ww.End = span(w.limit, r.At)
+				ww.Sliding = w.limit.Refill == 0 && !w.limit.Calendar && !w.limit.Fixed
 				ww.Series, ww.Forecast = webSeries(w)
 				wb.Windows = append(wb.Windows, ww)
 			}
@@ -174,7 +222,7 @@ func page(r *report) *web.Page {
 }
 
 // span is the extent of l's window holding now, for the chart: a
-// calendar day's midnights, a fixed window's bounds, (now-W, now+W/4] for a
+// calendar day's midnights, a fixed window's bounds, (now-W, now] for a
 // sliding window; zero for a token bucket.
 func span(l quota.Limit, now time.Time) (start, end time.Time) {
 	switch {
@@ -191,9 +239,9 @@ func span(l quota.Limit, now time.Time) (start, end time.Time) {
 		}
 		return end.Add(-l.Window), end
 	}
-	// A sliding window's chart runs a quarter window past now, so that
-	// the forecast has room to be drawn.
-	return now.Add(-l.Window), now.Add(l.Window / 4)
+	// A sliding window's chart ends at now: what is past it has not
+	// happened, and its forecast is its sentence.
+	return now.Add(-l.Window), now
 }
 
 func webPause(p *pauseReport) *web.Pause {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/ops"
 )
@@ -292,10 +295,12 @@ func TestWebPage(t *testing.T) {
 	if n := strings.Count(page, `class="run`); n != 5 {
 		t.Errorf("%d charts over time, want 5", n)
 	}
-	if n := strings.Count(page, `class="forecast"/>`); n != 5 {
-		t.Errorf("%d forecast lines, want 5", n)
+	// Forecast lines on the days' charts only: a sliding window's chart
+	// ends at now, and its forecast is its sentence.
+	if n := strings.Count(page, `class="forecast"/>`); n != 3 {
+		t.Errorf("%d forecast lines, want 3: the days'", n)
 	}
-	if !strings.Contains(page, `<span class="forecast">at this rate, spent at `) {
+	if !strings.Contains(page, `<span class="forecast risk">at this rate, spent at `) {
 		t.Errorf("the page lacks the forecast of the sliding window of project-a's pool, spent before units come back")
 	}
 	size := len(page)
@@ -372,6 +377,31 @@ func TestWebInBrowser(t *testing.T) {
 	}
 	e.spender(t, "ingest-7@host1", "", map[string]int64{"search.list": 200, "items.list": 30}, time.Now().Add(-42*time.Second))
 	e.spender(t, "cron@host2", "php-cron", map[string]int64{"items.list": 3})
+	// project-c's sliding window is spent, and two requests wait in it,
+	// holding units dated after now.
+	started := make(chan struct{}, 4)
+	three := e.process(t, lim, func(cfg *tollgate.Config) {
+		cfg.Buckets = map[string]tollgate.Bucket{
+			"pool":   {Limits: []quota.Limit{quota.PerWindow(10, 100*time.Second)}},
+			"search": {Limits: []quota.Limit{quota.PerDay(100, pacific(t))}},
+		}
+		cfg.Policy = func(costs.Endpoint) tollgate.Policy { return tollgate.Policy{MaxWait: 5 * time.Minute} }
+		cfg.Trace.WaitStarted = func(context.Context, tollgate.Decision) { started <- struct{}{} }
+	})
+	e.spend(t, three, "project-c", "/v1/items", 10)
+	wctx, stopWaiting := context.WithCancel(context.Background())
+	defer stopWaiting()
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequestWithContext(wctx, "GET", e.upstream.URL+"/v1/items", nil)
+			req.Header.Set("X-Project", "project-c")
+			if resp, err := three.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		<-started
+	}
+	described(t, lim, "pool", "project-c")
 	base, _ := startWeb(t, e, "tok")
 
 	dom := string(chromium(t, bin, "--dump-dom", base+"/"))
@@ -389,6 +419,7 @@ func TestWebInBrowser(t *testing.T) {
 			t.Errorf("the rendered DOM lacks %q", want)
 		}
 	}
+	checkCharts(t, dom)
 	if t.Failed() {
 		t.Logf("the DOM:\n%s", dom)
 	}
@@ -419,5 +450,64 @@ func TestWebInBrowser(t *testing.T) {
 		if err := os.WriteFile(dst, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+var (
+	svgChart   = regexp.MustCompile(`(?s)<svg class="chart"[^>]*aria-label="([^"]*)".*?</svg>`)
+	nowLine    = regexp.MustCompile(`<line x1="([0-9.]+)"[^>]*class="now"`)
+	runLine    = regexp.MustCompile(`<polyline points="([^"]*)" class="run[^"]*"`)
+	forecastOf = regexp.MustCompile(`<span class="forecast( risk)?">([^<]*)</span>`)
+)
+
+// checkCharts reads the charts as the browser rendered them: no running
+// total passes its chart's now marker; no sliding window's chart carries
+// a forecast line or label; the forecast's sentence is in the warning
+// class exactly when the window is at risk; the title says the prefix once.
+func checkCharts(t *testing.T, dom string) {
+	t.Helper()
+	charts := svgChart.FindAllStringSubmatch(dom, -1)
+	if len(charts) == 0 {
+		t.Fatal("no chart in the DOM")
+	}
+	for _, c := range charts {
+		name, svg := c[1], c[0]
+		if strings.HasPrefix(name, "sliding") && (strings.Contains(svg, `class="forecast"`) || strings.Contains(svg, `class="lbl warn"`)) {
+			t.Errorf("the chart of %q carries a forecast line or label:\n%s", name, svg)
+		}
+		now := nowLine.FindStringSubmatch(svg)
+		run := runLine.FindStringSubmatch(svg)
+		if now == nil || run == nil {
+			continue // a token bucket's bar
+		}
+		var nowX float64
+		fmt.Sscanf(now[1], "%g", &nowX)
+		for _, pt := range strings.Fields(run[1]) {
+			var x, y float64
+			if _, err := fmt.Sscanf(pt, "%g,%g", &x, &y); err != nil {
+				t.Fatalf("the chart of %q: a point %q: %v", name, pt, err)
+			}
+			if x > nowX {
+				t.Errorf("the chart of %q draws its running total past now (x %v): %s", name, nowX, run[1])
+				break
+			}
+		}
+	}
+	forecasts := forecastOf.FindAllStringSubmatch(dom, -1)
+	risky := 0
+	for _, f := range forecasts {
+		atRisk := strings.Contains(f[2], "spent at") || strings.Contains(f[2], "spent already")
+		if (f[1] != "") != atRisk {
+			t.Errorf("the forecast %q is in the warning class: %v; want %v", f[2], f[1] != "", atRisk)
+		}
+		if atRisk {
+			risky++
+		}
+	}
+	if risky == 0 || risky == len(forecasts) {
+		t.Errorf("%d of %d forecasts at risk: the page should show both kinds", risky, len(forecasts))
+	}
+	if !strings.Contains(dom, "<title>tollgate: quotas under tollgate:</title>") {
+		t.Errorf("the page's title does not say the prefix once")
 	}
 }

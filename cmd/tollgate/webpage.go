@@ -44,7 +44,7 @@ func webSeries(w windowReport) ([]web.Point, *web.Forecast) {
 	if f == nil {
 		return pts, nil
 	}
-	wf := &web.Forecast{Rate: f.Rate, Text: f.Text}
+	wf := &web.Forecast{Rate: f.Rate, Text: f.Text, AtRisk: f.AtRisk}
 	wf.Span, _ = time.ParseDuration(f.Span)
 	if f.SpentAt != nil && f.AtRisk {
 		wf.Spent = *f.SpentAt // spent before its units come back

@@ -104,7 +104,7 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		ReservePercent: -1,
 		Tollgate: tollgate.Config{
 			Policy: tollgate.Policies(pol, nil),
-			Trace:  tollgate.Trace{WaitStarted: rep.waiting, Decided: rep.decision},
+			Trace:  tollgate.Trace{WaitStarted: rep.waiting, WaitEnded: rep.waitEnded, Decided: rep.decision},
 		},
 	}
 	if c.reserve > 0 {
@@ -140,9 +140,15 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 				}
 				var qe *tollgate.QuotaError
 				if errors.As(err, &qe) {
-					// Stopped cleanly: come back when the quota does.
+					// Stopped cleanly: come back when the quota does, as
+					// a cron job would; a pause is looked at again every
+					// pauseRecheck, since an operator may lift it early.
+					back := qe.RetryAfter
+					if qe.Cause.Paused() {
+						back = min(back, pauseRecheck)
+					}
 					select {
-					case <-time.After(qe.RetryAfter):
+					case <-time.After(back):
 					case <-runCtx.Done():
 						return nil
 					}
@@ -194,6 +200,10 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	}
 	return nil
 }
+
+// pauseRecheck is how often a region a pause refused tries again before
+// the pause's announced end: a resume lifts it early.
+const pauseRecheck = time.Second
 
 // waitLimit is how long a call may wait for its turn: -max-wait, else
 // three windows (enough for a queue of regions a few windows deep), else

@@ -26,10 +26,10 @@ type regionStats struct {
 	passes, videos, channels, calls int
 	units                           map[string]int64 // admitted, by bucket
 	reported                        map[string]int64 // units as of the last pass line
-	waited                          time.Duration
-	refused                         int // calls tollgate refused
-	upstream                        int // calls the upstream refused for quota
-	failed                          int // passes that ended on another error
+	waited                          time.Duration    // its waits for a turn, summed
+	refused                         int              // calls tollgate refused
+	upstream                        int              // calls the upstream refused for quota
+	failed                          int              // passes that ended on another error
 }
 
 // report gathers the regions' progress and prints it.
@@ -74,8 +74,8 @@ func (r *report) waiting(ctx context.Context, d tollgate.Decision) {
 	r.line("[%s] waits %.1fs for its turn: %s (until %.1fs)", region, until.Seconds(), d.Endpoint, d.At.Sub(r.start).Seconds())
 }
 
-// decision is the Transport's decision hook: it counts units and waits per
-// region, and tells of long waits as they end.
+// decision is the Transport's decision hook: it counts units per region,
+// and the refusals by bucket.
 func (r *report) decision(ctx context.Context, d tollgate.Decision) {
 	region, _ := ctx.Value(regionKey{}).(string)
 	r.mu.Lock()
@@ -93,6 +93,20 @@ func (r *report) decision(ctx context.Context, d tollgate.Decision) {
 	}
 	for _, ch := range d.Charges {
 		s.units[ch.Bucket] += ch.Units
+	}
+}
+
+// waitEnded is the Transport's hook at the end of a wait for a turn: it
+// adds the wait to the region's, and tells of a long one. Only waits for
+// a turn count: a decision's round trip to Redis is no wait, and summed
+// over a region's calls would show one that never waited as waiting.
+func (r *report) waitEnded(ctx context.Context, d tollgate.Decision) {
+	region, _ := ctx.Value(regionKey{}).(string)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.regions[region]
+	if s == nil {
+		return
 	}
 	s.waited += d.Waited
 	if d.Waited >= 500*time.Millisecond {

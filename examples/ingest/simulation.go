@@ -55,10 +55,19 @@ func serveSimulation(ctx context.Context, c *config, stdout, stderr io.Writer) i
 		if project == "" {
 			continue
 		}
-		fmt.Fprintf(stdout, "project %s: %d requests, %d pool units, %d quota errors; most in one window: %d of %d\n",
-			redactKey(project), st.Requests, st.Units, st.QuotaErrors, mostInAWindow(sim.Arrivals(), ytsim.Pool, c.window), c.quota)
+		fmt.Fprintf(stdout, "project %s: %s, %s, %s; most in one window: %d of %d\n",
+			redactKey(project), counted(int64(st.Requests), "request"), counted(int64(st.Units), "pool unit"), counted(int64(st.QuotaErrors), "quota error"),
+			mostInAWindow(sim.Arrivals(), ytsim.Pool, c.window), c.quota)
 	}
 	return 0
+}
+
+// counted says n of what, e.g. "1 request", "2 requests".
+func counted(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // simulatedQuotaErrors counts the 403 quotaExceeded the simulation answered.

@@ -19,8 +19,17 @@ type Waiter struct {
 // Waiters are a process's requests that wait. The zero value holds none;
 // it is safe for concurrent use.
 type Waiters struct {
-	mu sync.Mutex
-	m  map[*Waiter]struct{}
+	mu      sync.Mutex
+	m       map[*Waiter]struct{}
+	resumes uint64 // resumes taken
+}
+
+// Resumes counts the resumes Take has been given: a request that took its
+// hold before a resume and was added after it was not reached by it.
+func (ws *Waiters) Resumes() uint64 {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.resumes
 }
 
 // Add registers w.
@@ -44,12 +53,20 @@ func (ws *Waiters) Remove(w *Waiter) bool {
 }
 
 // Take forgets and returns the waiters a notice concerns, with the bucket
-// it concerns of each ("" for the whole scope).
+// it concerns of each ("" for the whole scope). For a resume, it takes
+// only the waiters that hold a hold: those a pause may have dated after
+// its end; a request waiting for a slot is not behind a pause.
 func (ws *Waiters) Take(n quota.Notice) map[*Waiter]string {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	var out map[*Waiter]string
+	if n.Resume {
+		ws.resumes++
+	}
 	for w := range ws.m {
+		if n.Resume && w.Hold == nil {
+			continue
+		}
 		bucket, ok := "", n.Concerns(w.Scope, "")
 		for _, b := range w.Buckets {
 			if !ok && n.Concerns(w.Scope, b) {

@@ -88,12 +88,27 @@ func (r *Recorder) Run(ctx context.Context) {
 // nothing changed and nothing waits. A scope whose write failed is written
 // again at the next Flush; its counts are kept meanwhile.
 func (r *Recorder) Flush(ctx context.Context, now time.Time) error {
+	return r.flush(ctx, now, false)
+}
+
+// Close writes, at now, what changed since the last write, however soon
+// after it: call it when the process stops, after Run has returned. The
+// records stay, and age out with the span (see Options.TTL): a process
+// that ran for a few seconds, as a cron job does, is still shown among
+// those that spent in the span after it exited.
+func (r *Recorder) Close(ctx context.Context, now time.Time) error {
+	return r.flush(ctx, now, true)
+}
+
+// flush is Flush, and Close when final: then the interval does not hold
+// it back.
+func (r *Recorder) flush(ctx context.Context, now time.Time, final bool) error {
 	if r == nil {
 		return nil
 	}
 	r.flushing.Lock()
 	defer r.flushing.Unlock()
-	if !r.last.IsZero() && now.Sub(r.last) < r.interval {
+	if !final && !r.last.IsZero() && now.Sub(r.last) < r.interval {
 		return nil
 	}
 	at := now.UnixMilli()
@@ -172,7 +187,9 @@ func (r *Recorder) Flush(ctx context.Context, now time.Time) error {
 		args []any
 	}
 	writes := make([]write, len(scopes))
-	ttl := r.ttl.Milliseconds()
+	// A record lives, in Redis and for readers, until its counts have
+	// left the span (its TTL says how long its waiting requests count).
+	ttl := r.kept().Milliseconds()
 	for i, scope := range scopes {
 		x := rec(scope)
 		x.sort()

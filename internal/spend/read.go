@@ -95,7 +95,8 @@ type Report struct {
 	At time.Time
 	// Span is how far back from At the counts go, e.g. 1m0s.
 	Span time.Duration
-	// TTL is how long after At the record counts, e.g. 15s.
+	// TTL is how long after At the record's Waiting counts, e.g. 15s;
+	// the rest counts for the longer of TTL and Span.
 	TTL time.Duration
 	// Spent are the units spent in the span, per bucket, endpoint and
 	// caller, e.g. {pool search.list php-cron 1200}.
@@ -131,9 +132,10 @@ type Refused struct {
 	Requests                 int64
 }
 
-// Read returns the live reports of every process for scope (by its name,
-// or by "#" and the hash its keys hold), ordered by process, read at now:
-// a record stale by now is left out. prefix "" means quota.DefaultPrefix.
+// Read returns the reports of every process for scope (by its name, or
+// by "#" and the hash its keys hold), ordered by process, read at now: a
+// record whose span has passed by now is left out, and the waiting
+// requests of one past its TTL (its writer stopped, or went idle). prefix "" means quota.DefaultPrefix.
 // It returns none, and no error, when there are none.
 func Read(ctx context.Context, client redis.UniversalClient, prefix, scope string, now time.Time) ([]Report, error) {
 	prefix = cmp.Or(prefix, quota.DefaultPrefix)
@@ -214,8 +216,11 @@ func read(ctx context.Context, client redis.UniversalClient, prefix string, part
 			if err != nil {
 				return nil, err
 			}
+			if rep.Format == Format && !now.Before(rep.At.Add(max(rep.TTL, rep.Span))) {
+				continue // its counts have left the span
+			}
 			if rep.Format == Format && !now.Before(rep.At.Add(rep.TTL)) {
-				continue // stale
+				rep.Waiting = nil // the writer stopped: nothing of it waits
 			}
 			out = append(out, rep)
 		}

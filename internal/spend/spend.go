@@ -26,9 +26,11 @@
 // take one Interval at its far end (the counts are kept per flush); and
 // the requests waiting at its instant, per bucket and caller, with the
 // instant the oldest of them began to wait. Units per second now are
-// Units / Span. A record lives TTL (three Intervals by default) after its
-// instant: a process that stops (or goes idle) drops out of the reports
-// then, and its counts with it.
+// Units / Span. A record's waiting requests count TTL (three Intervals
+// by default) after its instant, and the record itself, what was spent
+// and refused, a Span: a process that stops (Close writes what it spent
+// since its last write) or goes idle is still among those that spent in
+// the span, and its waits are not shown once it has stopped writing.
 //
 // Instants are the writer's clock (the now given to Flush, BeginWait and
 // Read), in milliseconds: hosts' clocks are taken to agree within a second
@@ -108,8 +110,11 @@ type Options struct {
 	// Span is how far back a record counts what was spent and refused;
 	// 0 means DefaultSpan. At least Interval.
 	Span time.Duration
-	// TTL is how long a record lives after its instant; 0 means three
-	// Intervals. At least Interval.
+	// TTL is how long after its instant a record tells the requests
+	// waiting, the writer being taken for gone after it; 0 means three
+	// Intervals. At least Interval. The record itself, what was spent
+	// and refused, lives the longer of TTL and Span: a process that
+	// stopped is still among those that spent in the span.
 	TTL time.Duration
 	// OnError, when not nil, is told of each failed write by Run, on
 	// Run's goroutine. The counts are kept and written at the next
@@ -140,7 +145,7 @@ type Recorder struct {
 	refused map[refuseKey]*counter
 	waits   map[waitKey]*waitCell
 
-	flushing sync.Mutex // serializes Flush and Leave; guards what follows
+	flushing sync.Mutex // serializes Flush, Close and Leave; guards what follows
 	last     time.Time  // the instant of the last write
 	failed   map[string]bool
 	written  map[string]bool // scopes whose record this process wrote
@@ -181,6 +186,10 @@ type waitCell struct {
 	// since one last did, 0 while some wait (the flusher's alone).
 	idleSince int64
 }
+
+// kept is how long a record lives after its instant: until its counts
+// have left the span.
+func (r *Recorder) kept() time.Duration { return max(r.ttl, r.span) }
 
 // New returns a Recorder writing through client under opts. It starts
 // nothing: call Run on a goroutine of your own.

@@ -253,9 +253,11 @@ func TestSpanForgetsOlderUnits(t *testing.T) {
 	}
 }
 
-// TestStaleProcessDropped: a process that stopped writing drops out of
-// the reports when its record goes stale, and out of the scope's sorted
-// set at a later write of another; Leave takes a process out at once.
+// TestStaleProcessDropped: a process that stopped writing stays in the
+// reports until its counts have left the span (a minute), its waiting
+// requests only until its record's TTL (15s); it drops out of the scope's
+// sorted set at a later write of another; Leave takes a process out at
+// once.
 func TestStaleProcessDropped(t *testing.T) {
 	s := redistest.Start(t)
 	c := s.Client(t)
@@ -263,43 +265,76 @@ func TestStaleProcessDropped(t *testing.T) {
 	a := newRecorder(t, c, "a")
 	b := newRecorder(t, c, "b")
 	a.Spend("s", "b", "e", "", 1)
+	w := a.BeginWait("s", "b", "", t0.Add(-time.Second))
 	flush(t, a, t0)
+	w.End()
 	b.Spend("s", "b", "e", "", 2)
 	flush(t, b, t0.Add(10*time.Second))
-	processes := func(at time.Time) []string {
+	reports := func(at time.Time) (processes []string, waiting int) {
 		t.Helper()
 		reports, err := Read(ctx, c, "test:", "s", at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []string
 		for _, r := range reports {
-			out = append(out, r.Process)
+			processes = append(processes, r.Process)
+			for _, w := range r.Waiting {
+				waiting += w.Requests
+			}
 		}
-		return out
+		return processes, waiting
 	}
-	if got := processes(t0.Add(14 * time.Second)); !reflect.DeepEqual(got, []string{"a", "b"}) {
-		t.Errorf("14s in: %q, want a and b", got)
+	if got, waiting := reports(t0.Add(14 * time.Second)); !reflect.DeepEqual(got, []string{"a", "b"}) || waiting != 1 {
+		t.Errorf("14s in: %q with %d waiting, want a and b, a's request waiting", got, waiting)
 	}
-	if got := processes(t0.Add(15 * time.Second)); !reflect.DeepEqual(got, []string{"b"}) {
-		t.Errorf("15s in, a's record 15s old: %q, want b alone", got)
+	if got, waiting := reports(t0.Add(15 * time.Second)); !reflect.DeepEqual(got, []string{"a", "b"}) || waiting != 0 {
+		t.Errorf("15s in, a's record past its TTL: %q with %d waiting, want a and b (a spent in the span), nothing waiting", got, waiting)
+	}
+	if got, _ := reports(t0.Add(59 * time.Second)); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Errorf("59s in: %q, want a and b", got)
+	}
+	if got, _ := reports(t0.Add(60 * time.Second)); !reflect.DeepEqual(got, []string{"b"}) {
+		t.Errorf("60s in, a's span past: %q, want b alone", got)
 	}
 	if n := c.ZCard(ctx, "test:{s}:spenders").Val(); n != 2 {
 		t.Errorf("the sorted set holds %d processes, want 2: none was pruned yet", n)
 	}
 	b.Spend("s", "b", "e", "", 2)
-	flush(t, b, t0.Add(15*time.Second+grace+time.Millisecond))
+	flush(t, b, t0.Add(60*time.Second+grace+time.Millisecond))
 	if got := c.ZRange(ctx, "test:{s}:spenders", 0, -1).Val(); !reflect.DeepEqual(got, []string{"b"}) {
 		t.Errorf("after b's write, the sorted set holds %q, want b alone: a pruned", got)
 	}
 	if err := b.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := processes(t0.Add(15*time.Second + grace)); len(got) != 0 {
+	if got, _ := reports(t0.Add(60*time.Second + grace)); len(got) != 0 {
 		t.Errorf("after b left: %q, want none", got)
 	}
 	if n := c.Exists(ctx, "test:{s}:spenders", "test:{s}:spender.b").Val(); n != 0 {
 		t.Errorf("after b left, %d of its keys are left", n)
+	}
+}
+
+// TestCloseWritesWhatWasSpent: a process closes 1s after its last write,
+// well within the interval: Close writes what it spent since, and the
+// record stays for the span.
+func TestCloseWritesWhatWasSpent(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	ctx := context.Background()
+	r := newRecorder(t, c, "cron")
+	r.Spend("s", "b", "e", "", 1)
+	flush(t, r, t0)
+	r.Spend("s", "b", "e", "", 2)
+	if err := r.Close(ctx, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	reports, err := Read(ctx, c, "test:", "s", t0.Add(50*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || len(reports[0].Spent) != 1 || reports[0].Spent[0].Units != 3 {
+		t.Errorf("50s after cron closed: %+v; want its record, 3 units spent", reports)
 	}
 }
 

@@ -39,19 +39,22 @@ func Example() {
 		log.Fatal(err)
 	}
 	resp.Body.Close()
-	// What the Transport counts: the day's quota less its 5% reserve, and
-	// the hourly smoothing limit.
+	// What the Transport counts, in the order of the pool's limits: the
+	// day's quota less its 5% reserve, and the hourly smoothing limit.
+	// (Usage's Limit is as enforced: its Window holds the Transit that
+	// tollgate adds to sliding windows, 1h0m0.05s; say the windows as
+	// configured.)
 	usage, err := tr.Usage(resp.Request.Context(), youtube.DefaultProject, youtube.Pool)
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, u := range usage {
-		fmt.Printf("%s: used %d of %d\n", u.Limit, u.Used, u.Limit.Units)
+	for i, window := range []string{"the Pacific day", "the hour"} {
+		fmt.Printf("%s: used %d of %d\n", window, usage[i].Used, usage[i].Limit.Units)
 	}
 	fmt.Println(resp.Status)
 	// Output:
-	// 9500/day@America/Los_Angeles: used 1 of 9500
-	// 399/1h0m0.05s: used 1 of 399
+	// the Pacific day: used 1 of 9500
+	// the hour: used 1 of 399
 	// 200 OK
 }
 

@@ -211,8 +211,12 @@ type Reach struct {
 // from a lease or remembering a refusal (or, for tollgate's Transports,
 // with requests waiting) has seen what it did. The processes not
 // listening hold none of these, and see pauses in Redis at their next
-// decision. Run one Confirm at a time per Limiter, and no other pause
-// while it runs: it counts the notices the Limiter tells.
+// decision. Then it tells that each resume was applied
+// (quota.Notice.Confirmed): a Transport's requests that waited behind the
+// pause gave their holds back on hearing the resume, and decide again on
+// hearing this, in every process at once. Run one Confirm at a time per
+// Limiter, and no other pause while it runs: it counts the notices the
+// Limiter tells.
 func (o *Operator) Confirm(ctx context.Context, wait time.Duration, act func(ctx context.Context) error) (Reach, error) {
 	r, err := o.op.Confirm(ctx, wait, act)
 	return Reach(r), err

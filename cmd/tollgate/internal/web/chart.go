@@ -48,11 +48,12 @@ type text struct {
 	Text   string
 }
 
-// drawWindow draws w as read at now: over time when it has a series and
-// a span (the running total of its slices, the forecast to exhaustion),
-// else used against the limit as a bar.
+// drawWindow draws w as read at now: over time when it has a span (the
+// running total of its slices up to now, an empty window's included, and
+// the forecast to exhaustion), else (a token bucket) what is spent
+// against the limit as a bar.
 func drawWindow(w Window, now time.Time) chart {
-	if len(w.Series) > 0 && !w.Start.IsZero() && w.End.After(w.Start) {
+	if !w.Start.IsZero() && w.End.After(w.Start) {
 		return tidy(overTime(w, now))
 	}
 	return tidy(gauge(w))
@@ -77,7 +78,7 @@ func tidy(c chart) chart {
 // top is the units the chart's scale reaches: the largest of the numbers
 // drawn, with a little room above.
 func top(w Window, more ...int64) float64 {
-	m := max(w.Limit, w.Quota, w.Used, 1)
+	m := max(w.Limit, w.Quota, w.Used+w.Held, 1)
 	for _, v := range more {
 		m = max(m, v)
 	}
@@ -90,18 +91,18 @@ func fnum(f float64) float64 {
 	return v
 }
 
-// gauge draws Used (and its Held part) against Limit and Quota as a
-// horizontal bar: what the page shows until a window's slices are read.
+// gauge draws Used (and Held after it, lighter) against Limit and Quota
+// as a horizontal bar: what the page shows for a token bucket, or until a
+// window's slices are read.
 func gauge(w Window) chart {
 	scale := top(w)
 	x := func(u int64) float64 { return fnum(padLeft + float64(u)/scale*plotW) }
-	c := chart{W: chartW, H: 80, Title: fmt.Sprintf("%s: %d of %d units used", w.Name, w.Used, w.Limit)}
+	c := chart{W: chartW, H: 80, Title: fmt.Sprintf("%s: %d of %d units spent", w.Name, w.Used, w.Limit)}
 	y0, h := 22.0, 28.0
 	c.Rects = append(c.Rects, rect{X: padLeft, Y: y0, W: plotW, H: h, Class: "track"})
-	used := w.Used - w.Held
-	c.Rects = append(c.Rects, rect{X: padLeft, Y: y0, W: x(used) - padLeft, H: h, Class: usedClass(w)})
+	c.Rects = append(c.Rects, rect{X: padLeft, Y: y0, W: x(w.Used) - padLeft, H: h, Class: usedClass(w)})
 	if w.Held > 0 {
-		c.Rects = append(c.Rects, rect{X: x(used), Y: y0, W: x(w.Used) - x(used), H: h, Class: "held"})
+		c.Rects = append(c.Rects, rect{X: x(w.Used), Y: y0, W: x(w.Used+w.Held) - x(w.Used), H: h, Class: "held"})
 	}
 	if w.Quota > w.Limit {
 		c.Rects = append(c.Rects, rect{X: x(w.Limit), Y: y0 - 6, W: x(w.Quota) - x(w.Limit), H: h + 12, Class: "reserve"})
@@ -110,7 +111,7 @@ func gauge(w Window) chart {
 	}
 	c.Lines = append(c.Lines, line{X1: x(w.Limit), Y1: y0 - 6, X2: x(w.Limit), Y2: y0 + h + 6, Class: "limit"})
 	c.Texts = append(c.Texts,
-		text{X: padLeft - 6, Y: y0 + h/2 + 4, Anchor: "end", Class: "lbl", Text: "used"},
+		text{X: padLeft - 6, Y: y0 + h/2 + 4, Anchor: "end", Class: "lbl", Text: "spent"},
 		text{X: x(w.Limit), Y: y0 - 8, Anchor: "middle", Class: "lbl", Text: "limit " + strconv.FormatInt(w.Limit, 10)},
 	)
 	// The count inside the bar when it fits there, else just after it.
@@ -133,15 +134,28 @@ func usedClass(w Window) string {
 	return "used"
 }
 
-// overTime draws the running total of w's slices from Start to End, the
-// limit and the upstream's quota as lines (the reserve between them),
-// now, and the forecast from now to where the limit is reached.
+// overTime draws the running total of w's slices from Start to now (never
+// past it), the limit and the upstream's quota as lines (the reserve
+// between them), now, and, for a calendar day or a fixed window, the
+// forecast from now to where the limit is reached (a sliding window's
+// chart ends at now: its forecast is its sentence).
 func overTime(w Window, now time.Time) chart {
 	zone := w.Zone
 	if zone == nil {
 		zone = time.UTC
 	}
-	pts := append([]Point(nil), w.Series...)
+	// What happened up to now: slices dated later are holds of requests
+	// waiting, not spent; the chart draws nothing past now.
+	end := now
+	if end.After(w.End) {
+		end = w.End
+	}
+	var pts []Point
+	for _, p := range w.Series {
+		if !p.At.After(end) {
+			pts = append(pts, p)
+		}
+	}
 	sort.SliceStable(pts, func(i, j int) bool { return pts[i].At.Before(pts[j].At) })
 	var total int64
 	for _, p := range pts {
@@ -154,8 +168,9 @@ func overTime(w Window, now time.Time) chart {
 		return fnum(padLeft + min(max(f, 0), 1)*plotW)
 	}
 	y := func(u float64) float64 { return fnum(padTop + plotH - min(max(u/scale, 0), 1)*plotH) }
+	layout := axisLayout(w.End.Sub(w.Start))
 	c := chart{W: chartW, H: chartH, Title: fmt.Sprintf("%s: units spent from %s to %s; limit %d", w.Name,
-		w.Start.In(zone).Format("15:04"), w.End.In(zone).Format("15:04"), w.Limit)}
+		w.Start.In(zone).Format(layout), w.End.In(zone).Format(layout), w.Limit)}
 
 	base, right := y(0), float64(padLeft+plotW)
 	c.Lines = append(c.Lines, line{X1: padLeft, Y1: base, X2: right, Y2: base, Class: "axis"})
@@ -170,8 +185,8 @@ func overTime(w Window, now time.Time) chart {
 	c.Texts = append(c.Texts,
 		text{X: padLeft - 4, Y: y(float64(w.Limit)) + 4, Anchor: "end", Class: "lbl", Text: strconv.FormatInt(w.Limit, 10)},
 		text{X: padLeft - 4, Y: base + 4, Anchor: "end", Class: "lbl", Text: "0"},
-		text{X: padLeft, Y: chartH - 6, Anchor: "start", Class: "lbl", Text: w.Start.In(zone).Format("15:04")},
-		text{X: right, Y: chartH - 6, Anchor: "end", Class: "lbl", Text: w.End.In(zone).Format("15:04 MST")},
+		text{X: padLeft, Y: chartH - 6, Anchor: "start", Class: "lbl", Text: w.Start.In(zone).Format(layout)},
+		text{X: right, Y: chartH - 6, Anchor: "end", Class: "lbl", Text: w.End.In(zone).Format(layout + " MST")},
 	)
 
 	// The running total, as steps: flat until a slice, up by its units.
@@ -183,15 +198,11 @@ func overTime(w Window, now time.Time) chart {
 		run += float64(p.Units)
 		fmt.Fprintf(&b, " %v,%v", x(p.At), y(run))
 	}
-	end := now
-	if end.After(w.End) {
-		end = w.End
-	}
 	fmt.Fprintf(&b, " %v,%v", x(end), y(run))
 	c.Paths = append(c.Paths, path{Points: b.String(), Class: strings.Replace(usedClass(Window{Limit: w.Limit, Used: total}), "used", "run", 1)})
 	c.Lines = append(c.Lines, line{X1: x(now), Y1: padTop, X2: x(now), Y2: base, Class: "now"})
 
-	if f := w.Forecast; f != nil && f.Rate > 0 {
+	if f := w.Forecast; f != nil && f.Rate > 0 && !w.Sliding && now.Before(w.End) {
 		// From now, at the rate, to the limit or to the chart's end.
 		from := float64(w.Used)
 		to := w.End
@@ -204,10 +215,24 @@ func overTime(w Window, now time.Time) chart {
 			// ends where the forecast says, at the limit.
 			reach = float64(w.Limit)
 		}
-		c.Lines = append(c.Lines, line{X1: x(now), Y1: y(from), X2: x(to), Y2: y(reach), Class: "forecast"})
+		class := "forecast" // in the warning colour only when at risk
+		if f.AtRisk {
+			class = "forecast risk"
+		}
+		c.Lines = append(c.Lines, line{X1: x(now), Y1: y(from), X2: x(to), Y2: y(reach), Class: class})
 		if !f.Spent.IsZero() && !f.Spent.After(w.End) {
-			c.Texts = append(c.Texts, text{X: x(to), Y: y(reach) - 6, Anchor: "end", Class: "lbl warn", Text: "spent " + f.Spent.In(zone).Format("15:04")})
+			c.Texts = append(c.Texts, text{X: x(to), Y: y(reach) - 6, Anchor: "end", Class: "lbl warn", Text: "spent " + f.Spent.In(zone).Format(layout)})
 		}
 	}
 	return c
+}
+
+// axisLayout is how the chart's axis says instants for a span: to the
+// second under an hour, so that a 10s window's ends differ, else to the
+// minute.
+func axisLayout(span time.Duration) string {
+	if span < time.Hour {
+		return "15:04:05"
+	}
+	return "15:04"
 }

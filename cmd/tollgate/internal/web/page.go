@@ -97,14 +97,15 @@ type Window struct {
 	// units behind it (0: not told), so Quota-Limit is the reserve.
 	Limit int64
 	Quota int64
-	// Used is the units counted now, Held the part held for waiting
-	// requests, Remaining what is left.
+	// Used is the units admitted and spent in the window now; Held, apart,
+	// the units held for requests waiting for room, dated later;
+	// Remaining the room left for new requests.
 	Used      int64
 	Held      int64
 	Remaining int64
 	// Start and End bound the window the chart spans: for a calendar day
 	// its midnights, for a sliding window of length W [At-W, At]. A zero
-	// Start draws no time axis (a token bucket).
+	// Start draws no time axis, but a bar (a token bucket).
 	Start time.Time
 	End   time.Time
 	// NextFree is when the oldest counted units leave; Reset when all
@@ -118,9 +119,12 @@ type Window struct {
 	// Period, e.g. 4000 per "1m0s". Refill is 0 for a window.
 	Refill int64
 	Period string
+	// Sliding reports a sliding window: its chart ends at now (End is
+	// At) and draws no forecast, which its sentence says.
+	Sliding bool
 	// Series is what was spent over the window, slice by slice, oldest
-	// first (seam: the reader of the window's slice log). Without it the
-	// chart draws Used against Limit.
+	// first (seam: the reader of the window's slice log); slices dated
+	// after At (holds of waiting requests) are not drawn.
 	Series []Point
 	// Forecast is where the window is heading at the current rate (seam:
 	// internal/forecast); nil draws none.
@@ -142,6 +146,9 @@ type Forecast struct {
 	// Spent is when the window would be spent at Rate; zero when not
 	// before its units come back.
 	Spent time.Time
+	// AtRisk reports that the window is spent at Rate before its units
+	// come back: only then is the sentence in the warning colour.
+	AtRisk bool
 	// Text says it in words, e.g. "at this rate, spent at 14:05 PDT,
 	// 9h58m before the reset".
 	Text string

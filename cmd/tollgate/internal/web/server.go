@@ -48,7 +48,9 @@ const (
 // Options configure a Server.
 type Options struct {
 	// Read reads the Page to show; it is called once per page request,
-	// with the request's context. Required.
+	// with the request's context. Required. With an error, which the page
+	// shows as its one line (write it as a sentence for people), it may
+	// return a Page too, whose At and Prefix the page shows.
 	Read func(ctx context.Context) (*Page, error)
 	// Control pauses and resumes. Nil, or an empty Token, makes the page
 	// read-only: it shows no buttons and refuses every POST.
@@ -227,7 +229,10 @@ func (s *Server) serveHTML(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// Shown, not fatal: the page reloads and Redis may come back.
 		v.Err = oneLine(err.Error())
-		p, status = &Page{At: time.Now()}, http.StatusServiceUnavailable
+		if p == nil {
+			p = &Page{At: time.Now()}
+		}
+		p.Scopes, p.Actions, status = nil, nil, http.StatusServiceUnavailable
 		s.opts.Log.Warn("tollgate web: reading the quotas failed", "err", v.Err)
 	}
 	v.Page, v.Now = p, p.At

@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +37,7 @@ func TestOverTime(t *testing.T) {
 	}
 	lines := map[string]line{}
 	for _, l := range c.Lines {
-		lines[l.Class] = l
+		lines[strings.TrimSuffix(l.Class, " risk")] = l
 	}
 	if l := lines["limit"]; l.Y1 != 29.67 || l.Y2 != 29.67 {
 		t.Errorf("limit line %+v, want at y 29.67", l)
@@ -55,11 +57,63 @@ func TestOverTime(t *testing.T) {
 		t.Errorf("no \"spent 12:10\" label in %+v", c.Texts)
 	}
 
-	// No slices: used against the limit, as a bar.
+	// No slices: still the time chart, flat at 0 up to now.
 	w.Series = nil
+	e := drawWindow(w, at)
+	if len(e.Paths) != 1 || e.Paths[0].Points != "52,128 300,128" {
+		t.Errorf("an empty window's chart: %+v, want the time chart, flat at 0 to now", e.Paths)
+	}
+
+	// No span (a token bucket): spent against the limit, as a bar.
+	w.Start, w.End = time.Time{}, time.Time{}
 	g := drawWindow(w, at)
 	if len(g.Paths) != 0 || len(g.Rects) < 2 || g.Rects[1].Class != "used" || g.Rects[1].W != 137.78 {
 		t.Errorf("gauge %+v, want a used bar 137.78 wide (300 of 1080 across 496)", g.Rects)
+	}
+}
+
+// TestChartDrawsWhatHappened: a sliding window of 10s whose log holds
+// holds dated after now (requests waiting) draws its running total up to
+// now and never past it, nor above what was spent; no forecast line or
+// label (its sentence says it); and axis labels to the second.
+func TestChartDrawsWhatHappened(t *testing.T) {
+	w := Window{Name: "sliding 10s", Limit: 19, Used: 19, Held: 8, Sliding: true,
+		Start: at.Add(-10 * time.Second), End: at,
+		Series:   []Point{{at.Add(-5 * time.Second), 19}, {at.Add(3 * time.Second), 8}},
+		Forecast: &Forecast{Rate: 2, Spent: at.Add(time.Second), AtRisk: true, Text: "spent already"},
+	}
+	c := drawWindow(w, at)
+	if len(c.Paths) != 1 {
+		t.Fatalf("%d paths, want the running total", len(c.Paths))
+	}
+	var nowX float64
+	for _, l := range c.Lines {
+		if l.Class == "now" {
+			nowX = l.X1
+		}
+		if l.Class == "forecast" {
+			t.Errorf("a sliding window's chart draws a forecast line %+v", l)
+		}
+	}
+	for _, pt := range strings.Fields(c.Paths[0].Points) {
+		var x, y float64
+		if _, err := fmt.Sscanf(pt, "%g,%g", &x, &y); err != nil {
+			t.Fatal(err)
+		}
+		if x > nowX {
+			t.Errorf("the running total %q passes now, at x %v", c.Paths[0].Points, nowX)
+			break
+		}
+	}
+	var labels []string
+	for _, x := range c.Texts {
+		if strings.HasPrefix(x.Text, "spent ") {
+			t.Errorf("a sliding window's chart is labelled %q", x.Text)
+		}
+		labels = append(labels, x.Text)
+	}
+	if !slices.Contains(labels, "11:59:50") || !slices.Contains(labels, "12:00:00 UTC") {
+		t.Errorf("the axis says %q, want 11:59:50 to 12:00:00 UTC", labels)
 	}
 }
 
