@@ -93,6 +93,9 @@ func (e *env) process(t *testing.T, lim *quota.Limiter, change func(*tollgate.Co
 			{Pattern: "GET /v1/items", Endpoint: "items.list", Charges: []costs.Charge{{Bucket: "pool", Units: 1}}},
 			{Pattern: "GET /v1/search", Endpoint: "search.list", Charges: []costs.Charge{{Bucket: "pool", Units: 100}, {Bucket: "search", Units: 1}}},
 		},
+		// The API's every endpoint, as a provider's table lists them: a
+		// process whose pool is smaller than a search never calls it.
+		Catalog: true,
 	})
 	if err != nil {
 		t.Fatal(err)
