@@ -1,11 +1,9 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
-	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // Options tune NewTransport; the zero value means the defaults.
@@ -86,7 +83,7 @@ type Transport struct {
 	reads    func(string) bool // Options.CacheReads
 	routed   bool              // Options.Tollgate.Routes are set
 	maxBody  int64
-	owned    io.Closer // the in-process Redis, when NewTransport started one
+	kit      *provider.Kit
 	states   provider.Announcing
 }
 
@@ -124,40 +121,34 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.reads == nil {
 		t.reads = DefaultCacheReads
 	}
-	cfg.Scope = t.scopeOf
-	cfg.Base = &cacheCounter{base: cfg.Base, t: t}
-	if rdb == nil {
-		local, err := embedded.New()
-		if err != nil {
-			return nil, fmt.Errorf("anthropic: %w", err)
+	classes := map[string]Limits{"": opts.Limits}
+	for c, l := range opts.Classes {
+		if c == "" {
+			return nil, errors.New("anthropic: Options.Classes has a class with no name; set Options.Limits instead")
 		}
-		rdb, t.owned = local, local
+		classes[c] = l
 	}
+	cfg.Scope = provider.ScopeOf
+	cfg.Base = &cacheCounter{base: cfg.Base, t: t}
 	var lopts []quota.Option
 	if opts.clock != nil {
 		lopts = append(lopts, quota.WithClock(opts.clock))
 	}
-	if cfg.Limiter, err = quota.New(rdb, lopts...); err != nil {
-		return nil, t.fail(fmt.Errorf("anthropic: %w", err))
+	if t.kit, err = provider.Start("anthropic", rdb, lopts...); err != nil {
+		return nil, err
 	}
-	classes := map[string]Limits{"": opts.Limits}
-	for c, l := range opts.Classes {
-		if c == "" {
-			return nil, t.fail(errors.New("anthropic: Options.Classes has a class with no name; set Options.Limits instead"))
-		}
-		classes[c] = l
-	}
+	t.kit.Pick(t.forScope)
 	for c, l := range classes {
 		p := &profile{limits: l}
 		t.profiles[c] = p
 		cfg.Buckets = opts.buckets(l, false)
-		if p.learned, err = tollgate.New(cfg); err != nil {
-			return nil, t.fail(fmt.Errorf("anthropic: %w", err))
+		if p.learned, err = t.kit.New(cfg); err != nil {
+			return nil, t.kit.Fail(err)
 		}
 		if l.RPM == 0 || l.ITPM == 0 || l.OTPM == 0 {
 			cfg.Buckets = opts.buckets(l, true)
-			if p.unannounced, err = tollgate.New(cfg); err != nil {
-				return nil, t.fail(fmt.Errorf("anthropic: %w", err))
+			if p.unannounced, err = t.kit.New(cfg); err != nil {
+				return nil, t.kit.Fail(err)
 			}
 		}
 	}
@@ -249,24 +240,6 @@ func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket
 	}
 }
 
-// fail releases what NewTransport started before returning err.
-func (t *Transport) fail(err error) error {
-	t.Close()
-	return err
-}
-
-// scopeKey carries a request's scope in its context, from RoundTrip to the
-// Transports' ScopeFunc.
-type scopeKey struct{}
-
-// scopeOf is the ScopeFunc of the Transports: the scope RoundTrip named.
-func (t *Transport) scopeOf(req *http.Request) (string, error) {
-	if s, ok := req.Context().Value(scopeKey{}).(string); ok {
-		return s, nil
-	}
-	return "", errors.New("anthropic: the request did not come through the Transport's RoundTrip")
-}
-
 // RoundTrip charges the request to its model class's buckets and sends
 // it, as tollgate.Transport.RoundTrip does. It never modifies req, and
 // closes its body on every path. Besides tollgate's errors, it fails with
@@ -290,18 +263,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		model = f.model
 		r = &read{facts: f}
-		ctx = withRead(ctx, r)
-		out = req.Clone(ctx)
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		out.ContentLength = int64(len(body))
+		out = provider.Replay(withRead(ctx, r), req, body)
 	}
 	poolName := pool(credentialOf(req))
 	if t.pool != nil {
 		var err error
-		if poolName, err = t.pool(req); err != nil || poolName == "" || strings.Contains(poolName, "/") {
-			provider.CloseBody(out)
-			return nil, fmt.Errorf("anthropic: the scope func named the pool %q (%v): it must be a name without \"/\"", poolName, err)
+		if poolName, err = provider.PoolOf("anthropic", t.pool, out); err != nil {
+			return nil, err
 		}
 	}
 	class := ""
@@ -315,12 +283,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.settleCache, r.cacheReads = true, t.reads(class)
 	}
 	scope := scopeName(poolName, class)
-	ctx = context.WithValue(ctx, scopeKey{}, scope)
-	if out == req {
-		out = req.WithContext(ctx)
-	} else {
-		out = out.WithContext(ctx)
-	}
+	out = provider.WithScope(out, scope)
+	ctx = out.Context()
 	p := t.profileOf(class)
 	inner, done, err := t.states.Route(ctx, p.learned, p.unannounced, scope, p.announces)
 	if err != nil {
@@ -347,7 +311,7 @@ func (t *Transport) profileOf(class string) *profile {
 
 // forScope returns the Transport that decides a scope's requests now, for
 // Usage, Record and Pause.
-func (t *Transport) forScope(scope string) *tollgate.Transport {
+func (t *Transport) forScope(scope string) (*tollgate.Transport, error) {
 	p := t.profiles[""]
 	if _, class, ok := strings.Cut(scope, "/"); ok {
 		for c, q := range t.profiles {
@@ -357,49 +321,32 @@ func (t *Transport) forScope(scope string) *tollgate.Transport {
 			}
 		}
 	}
-	return t.states.Pick(p.learned, p.unannounced, scope)
+	return t.states.Pick(p.learned, p.unannounced, scope), nil
 }
 
 // Usage reads how much of each limit of a bucket (Requests, InputTokens or
 // OutputTokens) is spent in a scope (see Scope), as
 // tollgate.Transport.Usage does.
 func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.forScope(scope).Usage(ctx, scope, bucket)
+	return t.kit.Usage(ctx, scope, bucket)
 }
 
-// Record counts units of a bucket spent in a scope outside tollgate, as
-// tollgate.Transport.Record does.
+// Record counts the tokens or requests of a class's bucket that a scope
+// spent elsewhere, as tollgate.Transport.Record does.
 func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.forScope(scope).Record(ctx, scope, bucket, units)
+	return t.kit.Record(ctx, scope, bucket, units)
 }
 
-// Pause stops a scope's bucket ("" for all of the scope's) for every
-// process, for d, as tollgate.Transport.Pause does.
+// Pause holds every request of a scope's class to one bucket ("" for
+// every bucket) for d, in all processes, as tollgate.Transport.Pause does.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.forScope(scope).Pause(ctx, scope, bucket, d)
+	return t.kit.Pause(ctx, scope, bucket, d)
 }
 
-// CloseIdleConnections closes the idle connections of Base, when it can;
-// http.Client.CloseIdleConnections calls it.
-func (t *Transport) CloseIdleConnections() {
-	if p := t.profiles[""]; p != nil && p.learned != nil {
-		p.learned.CloseIdleConnections()
-	}
-}
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach
+// Options.Base.
+func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
 
-// Close releases the Transport, and the in-process Redis if NewTransport
-// started one.
-func (t *Transport) Close() error {
-	var errs []error
-	for _, p := range t.profiles {
-		for _, tr := range []*tollgate.Transport{p.learned, p.unannounced} {
-			if tr != nil {
-				errs = append(errs, tr.Close())
-			}
-		}
-	}
-	if t.owned != nil {
-		errs = append(errs, t.owned.Close())
-	}
-	return errors.Join(errs...)
-}
+// Close stops the Transport's work, and the Redis it runs in-process when
+// NewTransport was given none.
+func (t *Transport) Close() error { return t.kit.Close() }

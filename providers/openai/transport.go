@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
-	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // Options tune NewTransport; the zero value means the defaults.
@@ -70,7 +68,7 @@ type Transport struct {
 	profiles map[string]*profile // by model; "" for the models Options.Models does not name
 	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
 	maxBody  int64
-	owned    io.Closer // the in-process Redis, when NewTransport started one
+	kit      *provider.Kit
 	states   provider.Announcing
 }
 
@@ -97,39 +95,33 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
+	models := map[string]Limits{"": opts.Limits}
+	for m, l := range opts.Models {
+		if m == "" {
+			return nil, errors.New("openai: Options.Models has a model with no name; set Options.Limits instead")
+		}
+		models[m] = l
+	}
 	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, maxBody: opts.MaxBody}
 	if t.maxBody == 0 {
 		t.maxBody = DefaultMaxBody
 	}
-	cfg.Scope = t.scopeOf
-	if rdb == nil {
-		local, err := embedded.New()
-		if err != nil {
-			return nil, fmt.Errorf("openai: %w", err)
-		}
-		rdb, t.owned = local, local
+	cfg.Scope = provider.ScopeOf
+	if t.kit, err = provider.Start("openai", rdb); err != nil {
+		return nil, err
 	}
-	if cfg.Limiter, err = quota.New(rdb); err != nil {
-		return nil, t.fail(fmt.Errorf("openai: %w", err))
-	}
-	models := map[string]Limits{"": opts.Limits}
-	for m, l := range opts.Models {
-		if m == "" {
-			return nil, t.fail(errors.New("openai: Options.Models has a model with no name; set Options.Limits instead"))
-		}
-		models[m] = l
-	}
+	t.kit.Pick(t.forScope)
 	for m, l := range models {
 		p := &profile{limits: l}
 		t.profiles[m] = p
 		cfg.Buckets = opts.buckets(l, false)
-		if p.learned, err = tollgate.New(cfg); err != nil {
-			return nil, t.fail(fmt.Errorf("openai: %w", err))
+		if p.learned, err = t.kit.New(cfg); err != nil {
+			return nil, t.kit.Fail(err)
 		}
 		if l.RPM == 0 || l.TPM == 0 {
 			cfg.Buckets = opts.buckets(l, true)
-			if p.unannounced, err = tollgate.New(cfg); err != nil {
-				return nil, t.fail(fmt.Errorf("openai: %w", err))
+			if p.unannounced, err = t.kit.New(cfg); err != nil {
+				return nil, t.kit.Fail(err)
 			}
 		}
 	}
@@ -211,24 +203,6 @@ func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket
 	}
 }
 
-// fail releases what NewTransport started before returning err.
-func (t *Transport) fail(err error) error {
-	t.Close()
-	return err
-}
-
-// scopeKey carries a request's scope in its context, from RoundTrip to the
-// Transports' ScopeFunc.
-type scopeKey struct{}
-
-// scopeOf is the ScopeFunc of the Transports: the scope RoundTrip named.
-func (t *Transport) scopeOf(req *http.Request) (string, error) {
-	if s, ok := req.Context().Value(scopeKey{}).(string); ok {
-		return s, nil
-	}
-	return "", errors.New("openai: the request did not come through the Transport's RoundTrip")
-}
-
 // RoundTrip charges the request to its model's buckets and sends it, as
 // tollgate.Transport.RoundTrip does. It never modifies req, and closes its
 // body on every path. Besides tollgate's errors, it fails with an error
@@ -253,27 +227,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if model == "" {
 			model = f.model
 		}
-		ctx = withRead(ctx, &read{facts: f})
-		out = req.Clone(ctx)
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		out.ContentLength = int64(len(body))
+		out = provider.Replay(withRead(ctx, &read{facts: f}), req, body)
 	}
 	pool := poolOf(req)
 	if t.pool != nil {
 		var err error
-		if pool, err = t.pool(req); err != nil || pool == "" || strings.Contains(pool, "/") {
-			provider.CloseBody(out)
-			return nil, fmt.Errorf("openai: the scope func named the pool %q (%v): it must be a name without \"/\"", pool, err)
+		if pool, err = provider.PoolOf("openai", t.pool, out); err != nil {
+			return nil, err
 		}
 	}
 	scope := scopeName(pool, model)
-	ctx = context.WithValue(ctx, scopeKey{}, scope)
-	if out == req {
-		out = req.WithContext(ctx)
-	} else {
-		out = out.WithContext(ctx)
-	}
+	out = provider.WithScope(out, scope)
+	ctx = out.Context()
 	p := t.profileOf(model)
 	inner, done, err := t.states.Route(ctx, p.learned, p.unannounced, scope, p.announces)
 	if err != nil {
@@ -315,7 +280,7 @@ func (t *Transport) profileOf(model string) *profile {
 
 // forScope returns the Transport that decides a scope's requests now, for
 // Usage, Record and Pause.
-func (t *Transport) forScope(scope string) *tollgate.Transport {
+func (t *Transport) forScope(scope string) (*tollgate.Transport, error) {
 	p := t.profiles[""]
 	if _, model, ok := strings.Cut(scope, "/"); ok {
 		for m, q := range t.profiles {
@@ -325,48 +290,31 @@ func (t *Transport) forScope(scope string) *tollgate.Transport {
 			}
 		}
 	}
-	return t.states.Pick(p.learned, p.unannounced, scope)
+	return t.states.Pick(p.learned, p.unannounced, scope), nil
 }
 
 // Usage reads how much of each limit of a bucket (Requests or Tokens) is
 // spent in a scope (see Scope), as tollgate.Transport.Usage does.
 func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.forScope(scope).Usage(ctx, scope, bucket)
+	return t.kit.Usage(ctx, scope, bucket)
 }
 
-// Record counts units of a bucket spent in a scope outside tollgate, as
-// tollgate.Transport.Record does.
+// Record counts an OpenAI bucket's units that a scope spent outside
+// tollgate, as tollgate.Transport.Record does.
 func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.forScope(scope).Record(ctx, scope, bucket, units)
+	return t.kit.Record(ctx, scope, bucket, units)
 }
 
-// Pause stops a scope's bucket ("" for all of the scope's) for every
-// process, for d, as tollgate.Transport.Pause does.
+// Pause stops a model's bucket in a scope ("" for all of them) for d, in
+// every process, as tollgate.Transport.Pause does.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.forScope(scope).Pause(ctx, scope, bucket, d)
+	return t.kit.Pause(ctx, scope, bucket, d)
 }
 
-// CloseIdleConnections closes the idle connections of Base, when it can;
-// http.Client.CloseIdleConnections calls it.
-func (t *Transport) CloseIdleConnections() {
-	if p := t.profiles[""]; p != nil && p.learned != nil {
-		p.learned.CloseIdleConnections()
-	}
-}
+// CloseIdleConnections closes Options.Base's idle connections, when it
+// can; http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
 
-// Close releases the Transport, and the in-process Redis if NewTransport
-// started one.
-func (t *Transport) Close() error {
-	var errs []error
-	for _, p := range t.profiles {
-		for _, tr := range []*tollgate.Transport{p.learned, p.unannounced} {
-			if tr != nil {
-				errs = append(errs, tr.Close())
-			}
-		}
-	}
-	if t.owned != nil {
-		errs = append(errs, t.owned.Close())
-	}
-	return errors.Join(errs...)
-}
+// Close releases the Transport, and the in-process Redis when nil was
+// given to NewTransport.
+func (t *Transport) Close() error { return t.kit.Close() }
