@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -77,24 +76,13 @@ type Options struct {
 // before charging it. Build one with NewTransport; it is safe for
 // concurrent use. Close it when done.
 type Transport struct {
-	profiles map[string]*profile // by class; "" for the classes Options.Classes does not name
-	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
-	class    func(string) string
-	reads    func(string) bool // Options.CacheReads
-	routed   bool              // Options.Tollgate.Routes are set
-	maxBody  int64
-	kit      *provider.Kit
-	states   provider.Announcing
-}
-
-// profile is the Transports of one class's limits: learned holds the
-// limits not given until the upstream announces them, letting one request
-// at a time through per scope until it does; unannounced is for servers
-// that announce none, and enforces only the limits given (nil when every
-// limit is given).
-type profile struct {
-	limits               Limits
-	learned, unannounced *tollgate.Transport
+	classes *provider.Learning // by class; "" for the classes Options.Classes does not name
+	pool    tollgate.ScopeFunc // Options.Tollgate.Scope; nil: by credential
+	class   func(string) string
+	reads   func(string) bool // Options.CacheReads
+	routed  bool              // Options.Tollgate.Routes are set
+	maxBody int64
+	kit     *provider.Kit
 }
 
 // NewTransport returns a ready http.RoundTripper for Anthropic's Messages
@@ -110,7 +98,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody,
+	t := &Transport{pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody,
 		reads: opts.CacheReads, routed: len(opts.Tollgate.Routes) > 0}
 	if t.maxBody == 0 {
 		t.maxBody = DefaultMaxBody
@@ -137,33 +125,24 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.kit, err = provider.Start("anthropic", rdb, lopts...); err != nil {
 		return nil, err
 	}
-	t.kit.Pick(t.forScope)
-	for c, l := range classes {
-		p := &profile{limits: l}
-		t.profiles[c] = p
-		cfg.Buckets = opts.buckets(l, false)
-		if p.learned, err = t.kit.New(cfg); err != nil {
-			return nil, t.kit.Fail(err)
-		}
-		if l.RPM == 0 || l.ITPM == 0 || l.OTPM == 0 {
-			cfg.Buckets = opts.buckets(l, true)
-			if p.unannounced, err = t.kit.New(cfg); err != nil {
-				return nil, t.kit.Fail(err)
-			}
-		}
+	if t.classes, err = provider.Learn(t.kit, cfg, "anthropic", className, classes, opts.buckets, Limits.unlearned); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// sizes are the options that the kit checks and reads alike for every
+// provider that may run on a scaled clock.
+func (o *Options) sizes() *provider.Sizes {
+	return &provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}
 }
 
 // config checks the options and assembles the tollgate.Config they ask
 // for, all but the scope, buckets and limiter.
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
-	owned := provider.Owned{Provider: "anthropic", Upstream: "Anthropic", Buckets: "Options.Limits and Options.Classes"}
+	owned := provider.Owned{Provider: "anthropic", Upstream: "Anthropic", Buckets: "Options.Limits and Options.Classes", Sizes: o.sizes()}
 	if err := owned.Check(cfg); err != nil {
-		return cfg, err
-	}
-	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("anthropic"); err != nil {
 		return cfg, err
 	}
 	if !o.Counting.check() {
@@ -215,17 +194,7 @@ func bucketLimit(perMinute int64, minute time.Duration) quota.Limit {
 // class with limits l, each learned from the anthropic-ratelimit-* headers
 // unless given (for unannounced, a limit not given is not limited).
 func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket {
-	minute := o.Minute
-	if minute == 0 {
-		minute = time.Minute
-	}
-	reserve := o.ReservePercent
-	switch {
-	case reserve == 0:
-		reserve = DefaultReservePercent
-	case reserve < 0:
-		reserve = 0
-	}
+	minute, reserve := o.sizes().Length(), o.sizes().Reserve(DefaultReservePercent)
 	bucket := func(perMinute int64, announced string) tollgate.Bucket {
 		limit := bucketLimit(perMinute, minute)
 		if perMinute == 0 && unannounced {
@@ -253,7 +222,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var model string
 	var r *read
 	if k == messages || k == countTokens {
-		body, err := t.readBody(req)
+		body, err := provider.ReadBody(req, t.maxBody, ErrBody)
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
 		}
@@ -285,8 +254,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	scope := scopeName(poolName, class)
 	out = provider.WithScope(out, scope)
 	ctx = out.Context()
-	p := t.profileOf(class)
-	inner, done, err := t.states.Route(ctx, p.learned, p.unannounced, scope, p.announces)
+	inner, done, err := t.classes.Route(ctx, class, scope)
 	if err != nil {
 		provider.CloseBody(out)
 		return nil, err
@@ -294,34 +262,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := inner.RoundTrip(out)
 	done(resp)
 	return resp, err
-}
-
-// readBody reads and closes the body of a request that counts tokens.
-func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	return provider.ReadBody(req, t.maxBody, ErrBody)
-}
-
-// profileOf returns the profile of a class's limits.
-func (t *Transport) profileOf(class string) *profile {
-	if p, ok := t.profiles[class]; ok && class != "" {
-		return p
-	}
-	return t.profiles[""]
-}
-
-// forScope returns the Transport that decides a scope's requests now, for
-// Usage, Record and Pause.
-func (t *Transport) forScope(scope string) (*tollgate.Transport, error) {
-	p := t.profiles[""]
-	if _, class, ok := strings.Cut(scope, "/"); ok {
-		for c, q := range t.profiles {
-			if c != "" && className(c) == class {
-				p = q
-				break
-			}
-		}
-	}
-	return t.states.Pick(p.learned, p.unannounced, scope), nil
 }
 
 // Usage reads how much of each limit of a bucket (Requests, InputTokens or

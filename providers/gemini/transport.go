@@ -144,15 +144,18 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 // modelKey is a model's name without the API's "models/" prefix.
 func modelKey(m string) string { return strings.TrimPrefix(m, "models/") }
 
+// sizes are the options that the kit checks and reads alike for every
+// provider that may run on a scaled clock.
+func (o *Options) sizes() *provider.Sizes {
+	return &provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}
+}
+
 // config checks the options and assembles the tollgate.Config they ask
 // for, all but the scope, buckets and limiter.
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
-	owned := provider.Owned{Provider: "gemini", Upstream: "Gemini", Buckets: "Options.Limits and Options.Models"}
+	owned := provider.Owned{Provider: "gemini", Upstream: "Gemini", Buckets: "Options.Limits and Options.Models", Sizes: o.sizes()}
 	if err := owned.Check(cfg); err != nil {
-		return cfg, err
-	}
-	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("gemini"); err != nil {
 		return cfg, err
 	}
 	c := o.Counting
@@ -192,17 +195,7 @@ func (l Limits) check() error {
 // buckets returns the RPM, RPD and TPM buckets of a model with limits l;
 // a limit of 0 is not enforced.
 func (o *Options) buckets(l Limits) map[string]tollgate.Bucket {
-	minute := o.Minute
-	if minute == 0 {
-		minute = time.Minute
-	}
-	reserve := o.ReservePercent
-	switch {
-	case reserve == 0:
-		reserve = DefaultReservePercent
-	case reserve < 0:
-		reserve = 0
-	}
+	minute, reserve := o.sizes().Length(), o.sizes().Reserve(DefaultReservePercent)
 	orMax := func(n int64) int64 {
 		if n == 0 {
 			return maxUnits
@@ -256,7 +249,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		provider.CloseBody(req)
 		return nil, fmt.Errorf("%w %q: give it in Options.Models or Options.Limits (%s %s)", ErrNoLimits, modelName(model), methodNames[m], req.URL.Path)
 	}
-	body, err := t.readBody(req)
+	body, err := provider.ReadBody(req, t.maxBody, ErrBody)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s %s)", err, methodNames[m], req.URL.Path)
 	}
@@ -346,11 +339,6 @@ func scrub(err error, req *http.Request) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), k, "[redacted]"))
-}
-
-// readBody reads and closes the body of a request to a model.
-func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	return provider.ReadBody(req, t.maxBody, ErrBody)
 }
 
 // forScope returns the Transport of a scope's model.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -65,21 +64,10 @@ type Options struct {
 // Options.MaxBody), before charging it. Build one with NewTransport; it is
 // safe for concurrent use. Close it when done.
 type Transport struct {
-	profiles map[string]*profile // by model; "" for the models Options.Models does not name
-	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
-	maxBody  int64
-	kit      *provider.Kit
-	states   provider.Announcing
-}
-
-// profile is the Transports of one model's limits: learned holds the
-// limits not given until the upstream announces them, letting one request
-// at a time through per scope until it does; unannounced is for servers
-// that announce none (vLLM, say), and enforces only the limits given (nil
-// when every limit per minute is given).
-type profile struct {
-	limits               Limits
-	learned, unannounced *tollgate.Transport
+	models  *provider.Learning // by model; "" for the models Options.Models does not name
+	pool    tollgate.ScopeFunc // Options.Tollgate.Scope; nil: by credential
+	maxBody int64
+	kit     *provider.Kit
 }
 
 // NewTransport returns a ready http.RoundTripper for an OpenAI-compatible
@@ -102,7 +90,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 		}
 		models[m] = l
 	}
-	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, maxBody: opts.MaxBody}
+	t := &Transport{pool: opts.Tollgate.Scope, maxBody: opts.MaxBody}
 	if t.maxBody == 0 {
 		t.maxBody = DefaultMaxBody
 	}
@@ -110,33 +98,24 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.kit, err = provider.Start("openai", rdb); err != nil {
 		return nil, err
 	}
-	t.kit.Pick(t.forScope)
-	for m, l := range models {
-		p := &profile{limits: l}
-		t.profiles[m] = p
-		cfg.Buckets = opts.buckets(l, false)
-		if p.learned, err = t.kit.New(cfg); err != nil {
-			return nil, t.kit.Fail(err)
-		}
-		if l.RPM == 0 || l.TPM == 0 {
-			cfg.Buckets = opts.buckets(l, true)
-			if p.unannounced, err = t.kit.New(cfg); err != nil {
-				return nil, t.kit.Fail(err)
-			}
-		}
+	if t.models, err = provider.Learn(t.kit, cfg, "openai", modelName, models, opts.buckets, Limits.unlearned); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// sizes are the options that the kit checks and reads alike for every
+// provider that may run on a scaled clock.
+func (o *Options) sizes() *provider.Sizes {
+	return &provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}
 }
 
 // config checks the options and assembles the tollgate.Config they ask
 // for, all but the scope, buckets and limiter.
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
-	owned := provider.Owned{Provider: "openai", Upstream: "OpenAI", Buckets: "Options.Limits and Options.Models"}
+	owned := provider.Owned{Provider: "openai", Upstream: "OpenAI", Buckets: "Options.Limits and Options.Models", Sizes: o.sizes()}
 	if err := owned.Check(cfg); err != nil {
-		return cfg, err
-	}
-	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("openai"); err != nil {
 		return cfg, err
 	}
 	c := o.Counting
@@ -175,17 +154,7 @@ func (l Limits) check() error {
 // l: a minute each, learned from the x-ratelimit-* headers unless given
 // (for unannounced, a minute not given is not limited), and a day when given.
 func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket {
-	minute := o.Minute
-	if minute == 0 {
-		minute = time.Minute
-	}
-	reserve := o.ReservePercent
-	switch {
-	case reserve == 0:
-		reserve = DefaultReservePercent
-	case reserve < 0:
-		reserve = 0
-	}
+	minute, reserve := o.sizes().Length(), o.sizes().Reserve(DefaultReservePercent)
 	bucket := func(perMinute, perDay int64, announced string) tollgate.Bucket {
 		if perMinute == 0 && unannounced {
 			perMinute = maxUnits
@@ -216,7 +185,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req
 	ctx := req.Context()
 	if k != other {
-		body, err := t.readBody(req)
+		body, err := provider.ReadBody(req, t.maxBody, ErrBody)
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
 		}
@@ -239,8 +208,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	scope := scopeName(pool, model)
 	out = provider.WithScope(out, scope)
 	ctx = out.Context()
-	p := t.profileOf(model)
-	inner, done, err := t.states.Route(ctx, p.learned, p.unannounced, scope, p.announces)
+	inner, done, err := t.models.Route(ctx, model, scope)
 	if err != nil {
 		provider.CloseBody(out)
 		return nil, err
@@ -263,34 +231,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
-}
-
-// readBody reads and closes the body of a request that counts tokens.
-func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	return provider.ReadBody(req, t.maxBody, ErrBody)
-}
-
-// profileOf returns the profile of a model's limits.
-func (t *Transport) profileOf(model string) *profile {
-	if p, ok := t.profiles[model]; ok && model != "" {
-		return p
-	}
-	return t.profiles[""]
-}
-
-// forScope returns the Transport that decides a scope's requests now, for
-// Usage, Record and Pause.
-func (t *Transport) forScope(scope string) (*tollgate.Transport, error) {
-	p := t.profiles[""]
-	if _, model, ok := strings.Cut(scope, "/"); ok {
-		for m, q := range t.profiles {
-			if m != "" && modelName(m) == model {
-				p = q
-				break
-			}
-		}
-	}
-	return t.states.Pick(p.learned, p.unannounced, scope), nil
 }
 
 // Usage reads how much of each limit of a bucket (Requests or Tokens) is
