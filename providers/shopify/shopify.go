@@ -14,20 +14,23 @@
 // actualQueryCost of its answer, as Shopify takes the requested cost and
 // gives back the difference
 // (https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits).
-// The bucket (Points) is a token bucket learned from each answer's
-// extensions.cost.throttleStatus and held to its currentlyAvailable; a
+// The bucket (Points) is a token bucket held to each answer's
+// extensions.cost.throttleStatus.currentlyAvailable: when Shopify leaves
+// less room than tollgate counts, the difference is recorded as spent. A
 // THROTTLED answer (HTTP 200) pauses the bucket for every worker until the
 // points asked for have restored, and comes back as a
 // *tollgate.QuotaError.
 //
 // REST Admin API: each request is charged one request of Requests, a
-// token bucket learned from X-Shopify-Shop-Api-Call-Limit; a 429 pauses it
-// for its Retry-After, decimal or not
+// token bucket held to X-Shopify-Shop-Api-Call-Limit likewise; a 429
+// pauses it for its Retry-After, decimal or not
 // (https://shopify.dev/docs/api/usage/limits).
 //
-// Before an answer has told a bucket, the smallest Shopify has documented
-// is assumed: 1,000 points restored at 50 a second; 40 requests leaking 2
-// a second. So a fleet's first seconds are never throttled.
+// The buckets' sizes are the smallest Shopify has documented, 1,000 points
+// restored at 50 a second and 40 requests leaking 2 a second, unless
+// Options.Points and Options.Requests give the shop's plan's: so a fleet's
+// first seconds are never throttled. They are not learned from the
+// answers.
 //
 // Refusals match errors.Is(err, tollgate.ErrQuotaExhausted).
 package shopify
