@@ -38,12 +38,16 @@ import (
 // Both buckets are token buckets in tollgate that refill their capacity
 // every 20 seconds (period): every bucket Shopify has documented restores
 // its size in 20 seconds (1,000 points at 50, 2,000 at 100, 10,000 at 500,
-// 20,000 at 1,000; 40 requests at 2, 400 at 20). Their sizes are the
-// smallest documented unless Options.Points and Options.Requests give the
-// shop's plan's. After an answer, what it tells of the bucket holds
-// tollgate's count: when Shopify leaves less room than tollgate counts (an
-// app sharing the token without tollgate spent it), the difference is
-// recorded as spent, for every worker, and restores as Shopify's does.
+// 20,000 at 1,000; 40 requests at 2, 400 at 20). Until an answer tells a
+// scope's bucket, its size is the smallest documented (or Options.Points
+// and Options.Requests); then the size told: maximumAvailable, or 20
+// seconds of restoreRate when that is less, so that tollgate never admits
+// more than Shopify restores; the size in X-Shopify-Shop-Api-Call-Limit.
+// Each process learns from its own answers. And what an answer tells of
+// the bucket's level holds tollgate's count: when Shopify leaves less
+// room than tollgate counts (an app sharing the token without tollgate
+// spent it), the difference is recorded as spent, for every worker, and
+// restores as Shopify's does.
 
 // period is how long a Shopify bucket takes to restore its size.
 const period = 20 * time.Second
@@ -70,8 +74,9 @@ type answer struct {
 	rate      float64 // restoreRate, points a second
 	// size and used are what the answer told of its bucket (Points for a
 	// GraphQL answer, Requests for a REST one); size is 0 when it told
-	// nothing.
-	size, used int64
+	// nothing. learned is the size tollgate is to enforce: size, or less
+	// when the bucket restores slower than its size every period.
+	size, used, learned int64
 }
 
 // answerKey carries a request's *answer in its context.
@@ -144,7 +149,7 @@ func (r reader) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if used, size, ok := callLimit(resp.Header.Get("X-Shopify-Shop-Api-Call-Limit")); ok {
-		a.size, a.used = size, used
+		a.size, a.used, a.learned = size, used, size
 	}
 	return resp, nil
 }
@@ -182,6 +187,7 @@ func (a *answer) read(body []byte) {
 	a.available, a.rate = s.CurrentlyAvailable, s.RestoreRate
 	a.size = int64(min(s.MaximumAvailable, 1<<40))
 	a.used = a.size - int64(min(s.CurrentlyAvailable, float64(a.size)))
+	a.learned = max(min(a.size, int64(min(s.RestoreRate*period.Seconds(), 1<<40))), 1)
 }
 
 // finite reports whether f is a number other than an infinity.

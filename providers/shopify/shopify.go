@@ -26,11 +26,12 @@
 // pauses it for its Retry-After, decimal or not
 // (https://shopify.dev/docs/api/usage/limits).
 //
-// The buckets' sizes are the smallest Shopify has documented, 1,000 points
-// restored at 50 a second and 40 requests leaking 2 a second, unless
-// Options.Points and Options.Requests give the shop's plan's: so a fleet's
-// first seconds are never throttled. They are not learned from the
-// answers.
+// Until an answer tells a scope's buckets, the smallest Shopify has
+// documented are assumed (1,000 points restored at 50 a second, 40
+// requests leaking 2 a second) unless Options.Points and Options.Requests
+// say otherwise: so a fleet's first seconds are never throttled. Then the
+// sizes the answers tell (maximumAvailable and restoreRate; the call
+// limit's size) are enforced.
 //
 // Refusals match errors.Is(err, tollgate.ErrQuotaExhausted).
 package shopify

@@ -67,13 +67,13 @@ type Options struct {
 	// MaxBody bounds the GraphQL request bodies read to estimate their
 	// cost; 0 means DefaultMaxBody.
 	MaxBody int64
-	// Points is the size of the shop's GraphQL bucket, which restores it
-	// in 20 seconds, e.g. 2000 (restored at 100 a second); 0 means 1,000,
-	// the smallest Shopify has documented. A larger one than the shop's
-	// plan gives is met by THROTTLED answers, each pausing the bucket.
+	// Points is the size assumed of a shop's GraphQL bucket until an
+	// answer tells it, restored every 20 seconds, e.g. 2000 (restored at
+	// 100 a second); 0 means 1,000, the smallest Shopify has documented.
 	Points int64
-	// Requests is the size of the shop's REST bucket, which leaks it in 20
-	// seconds, e.g. 400 (leaking 20 a second); 0 means 40.
+	// Requests is the size assumed of a shop's REST bucket until an answer
+	// tells it, leaked every 20 seconds, e.g. 400 (leaking 20 a second); 0
+	// means 40.
 	Requests int64
 
 	// Tollgate holds the Transport's other settings: Policy, Lease,
@@ -89,14 +89,28 @@ type Options struct {
 // Shopify counts them (see the package documentation). Build one with
 // NewTransport; it is safe for concurrent use. Close it when done.
 type Transport struct {
-	tr      *tollgate.Transport
 	kit     *provider.Kit
+	cfg     tollgate.Config // the Transports' configuration, but their buckets
+	reserve float64
+	assumed plan // before an answer tells a scope's buckets
 	shop    string
 	maxBody int64
 
 	mu         sync.Mutex
-	reconciled map[string]time.Time // by scope and bucket: when last reconciled
+	plans      map[plan]*tollgate.Transport // by the bucket sizes they enforce
+	learned    map[string]plan              // by scope: the sizes its answers told
+	reconciled map[string]time.Time         // by scope and bucket: when last reconciled
 }
+
+// plan is the sizes of a scope's buckets (a shop's plan): each restores
+// its size every period.
+type plan struct{ points, requests int64 }
+
+// Bounds on what one Transport learns.
+const (
+	maxPlans   = 16      // Transports of distinct sizes; past it, new sizes are not learned
+	maxLearned = 1 << 14 // scopes whose sizes are kept; past it, they are learned afresh
+)
 
 // NewTransport returns a ready http.RoundTripper for Shopify's Admin API,
 // from a Redis client shared by every process spending the same shops and
@@ -123,26 +137,88 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, fmt.Errorf("shopify: %w", err)
 	}
-	reserve := owned.Sizes.Reserve(DefaultReservePercent)
-	bucket := func(size, assumed int64) tollgate.Bucket {
-		if size == 0 {
-			size = assumed
-		}
-		return tollgate.Bucket{ReservePercent: reserve, Limits: []quota.Limit{quota.TokenBucket(size, size, period)}}
-	}
 	cfg.Base, cfg.Costs, cfg.ReadResponse, cfg.Scope = reader{base: opts.Base}, ct, upstream, provider.ScopeOf
-	cfg.Buckets = map[string]tollgate.Bucket{Points: bucket(opts.Points, assumedPoints), Requests: bucket(opts.Requests, assumedRequests)}
-	t := &Transport{shop: opts.Shop, maxBody: opts.MaxBody, reconciled: make(map[string]time.Time)}
+	t := &Transport{cfg: cfg, reserve: owned.Sizes.Reserve(DefaultReservePercent), assumed: plan{opts.Points, opts.Requests},
+		shop: opts.Shop, maxBody: opts.MaxBody,
+		plans: make(map[plan]*tollgate.Transport), learned: make(map[string]plan), reconciled: make(map[string]time.Time)}
+	if t.assumed.points == 0 {
+		t.assumed.points = assumedPoints
+	}
+	if t.assumed.requests == 0 {
+		t.assumed.requests = assumedRequests
+	}
 	if t.maxBody == 0 {
 		t.maxBody = DefaultMaxBody
 	}
 	if t.kit, err = provider.Start("shopify", rdb); err != nil {
 		return nil, err
 	}
-	if t.tr, err = t.kit.New(cfg); err != nil {
+	t.kit.Pick(func(scope string) (*tollgate.Transport, error) { return t.transport(scope), nil })
+	if _, err := t.build(t.assumed); err != nil {
 		return nil, t.kit.Fail(err)
 	}
 	return t, nil
+}
+
+// build returns the Transport of a plan, building it the first time;
+// t.mu is held, but in NewTransport.
+func (t *Transport) build(p plan) (*tollgate.Transport, error) {
+	if tr := t.plans[p]; tr != nil {
+		return tr, nil
+	}
+	bucket := func(size int64) tollgate.Bucket {
+		return tollgate.Bucket{ReservePercent: t.reserve, Limits: []quota.Limit{quota.TokenBucket(size, size, period)}}
+	}
+	cfg := t.cfg
+	cfg.Buckets = map[string]tollgate.Bucket{Points: bucket(p.points), Requests: bucket(p.requests)}
+	tr, err := t.kit.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.plans[p] = tr
+	return tr, nil
+}
+
+// transport returns the Transport that decides a scope's requests: that of
+// the sizes its answers told, or of the assumed ones. Every size keeps
+// its bucket's keys in Redis (a token bucket's level is kept as the
+// instant it is full again, the same for every size of one period), so a
+// scope moves between them with the share of its bucket it has spent.
+func (t *Transport) transport(scope string) *tollgate.Transport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.learned[scope]
+	if !ok {
+		return t.plans[t.assumed]
+	}
+	if tr := t.plans[p]; tr != nil {
+		return tr
+	}
+	if len(t.plans) < maxPlans {
+		if tr, err := t.build(p); err == nil {
+			return tr
+		}
+	}
+	return t.plans[t.assumed]
+}
+
+// learn records the size of a scope's bucket an answer told.
+func (t *Transport) learn(scope, bucket string, size int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.learned[scope]
+	if !ok {
+		p = t.assumed
+	}
+	if bucket == Points {
+		p.points = size
+	} else {
+		p.requests = size
+	}
+	if len(t.learned) >= maxLearned {
+		clear(t.learned)
+	}
+	t.learned[scope] = p
 }
 
 // table is the cost table: a GraphQL query its estimate in points,
@@ -227,12 +303,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out = provider.Replay(ctx, req, body)
 	}
 	scope := t.scopeOf(req)
-	resp, err := t.tr.RoundTrip(provider.WithScope(out, scope))
+	resp, err := t.transport(scope).RoundTrip(provider.WithScope(out, scope))
 	if a.size > 0 {
 		bucket := Requests
 		if isGraphQL(req) {
 			bucket = Points
 		}
+		t.learn(scope, bucket, a.learned)
 		t.reconcile(ctx, scope, bucket, a.size, a.used)
 	}
 	return resp, err

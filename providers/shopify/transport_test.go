@@ -196,6 +196,63 @@ func TestPlanBucket(t *testing.T) {
 	}
 }
 
+func TestLearnsTheBucket(t *testing.T) {
+	r := newRig(t, shopsim.Config{Points: 2000, Restore: 100, Requests: 400, Leak: 20})
+	tr := r.transport(t, tollgate.Policy{OnRefusal: tollgate.Refuse})
+	scope := Scope(shop, token)
+	for _, c := range []struct {
+		bucket string
+		send   func() (int, error)
+		want   int64
+	}{
+		{Points, func() (int, error) { return r.graphQL(context.Background(), tr, productsPage) }, 1900},
+		{Requests, func() (int, error) { return r.rest(context.Background(), tr) }, 380},
+	} {
+		if _, err := c.send(); err != nil {
+			t.Fatal(err)
+		}
+		u, err := tr.Usage(context.Background(), scope, c.bucket)
+		if err != nil || len(u) == 0 {
+			t.Fatalf("Usage: %v, %v", u, err)
+		}
+		// The size told, less the 5% reserve and a little for Transit.
+		if got := u[0].Limit.Units; got < c.want-20 || got > c.want {
+			t.Errorf("%s: after an answer telling a bucket of %d, tollgate enforces %d", c.bucket, c.want*100/95, got)
+		}
+	}
+	// 30 queries of 52 points at once: more than the 1,000 assumed.
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for range 30 {
+		wg.Go(func() {
+			if _, err := r.graphQL(context.Background(), tr, productsPage); err != nil {
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if st := r.sim.Stats(); st.Throttled != 0 || refused.Load() != 0 {
+		t.Errorf("%d throttled, %d refused by tollgate, of 30 queries the learned bucket holds", st.Throttled, refused.Load())
+	}
+}
+
+func TestLearnsASlowBucketAtItsRestoreRate(t *testing.T) {
+	// A bucket of 1,000 restored at 10 a second: tollgate's bucket, which
+	// restores its size every 20 seconds, is learned at 200.
+	r := newRig(t, shopsim.Config{Points: 1000, Restore: 10})
+	tr := r.transport(t, tollgate.Policy{OnRefusal: tollgate.Refuse})
+	if _, err := r.graphQL(context.Background(), tr, productsPage); err != nil {
+		t.Fatal(err)
+	}
+	u, err := tr.Usage(context.Background(), Scope(shop, token), Points)
+	if err != nil || len(u) == 0 {
+		t.Fatalf("Usage: %v, %v", u, err)
+	}
+	if got := u[0].Limit.Units; got > 190 {
+		t.Errorf("tollgate enforces %d points of a bucket restoring 200 in 20s", got)
+	}
+}
+
 func TestReconcilesWithShopify(t *testing.T) {
 	r := newRig(t, shopsim.Config{})
 	tr := r.transport(t, tollgate.Policy{OnRefusal: tollgate.Refuse})
