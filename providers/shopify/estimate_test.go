@@ -9,16 +9,16 @@ import (
 )
 
 // body is a GraphQL request body of query, with variables (JSON) and an
-// operation name when given.
+// operation name when given, as the Transport reads it.
 func body(query string, extra ...string) []byte {
-	m := map[string]any{"query": query}
+	r := graphQLRequest{Query: query}
 	if len(extra) > 0 && extra[0] != "" {
-		m["variables"] = json.RawMessage(extra[0])
+		json.Unmarshal([]byte(extra[0]), &r.Variables)
 	}
 	if len(extra) > 1 {
-		m["operationName"] = extra[1]
+		r.OperationName = extra[1]
 	}
-	b, _ := json.Marshal(m)
+	b, _ := json.Marshal(r)
 	return b
 }
 

@@ -15,14 +15,13 @@ import (
 	"github.com/tollgate/tollgate/providers/shopify"
 )
 
-func Example() {
-	// A stand-in for https://acme.myshopify.com: the first query runs,
-	// costing 12 of the 52 points it requested; the second is throttled,
-	// as Shopify answers it, with HTTP 200.
-	calls := 0
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls++
-		if calls == 1 {
+// standIn is a stand-in for https://acme.myshopify.com: its first query
+// runs, costing 12 of the 52 points it requested; later ones are
+// throttled, as Shopify answers them, with HTTP 200.
+func standIn(calls *int) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*calls++
+		if *calls == 1 {
 			io.WriteString(w, `{"data":{"products":{"nodes":[]}},"extensions":{"cost":{"requestedQueryCost":52,"actualQueryCost":12,
 				"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":988.0,"restoreRate":50.0}}}}`)
 			return
@@ -30,6 +29,11 @@ func Example() {
 		io.WriteString(w, `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}],"extensions":{"cost":{"requestedQueryCost":52,
 			"actualQueryCost":null,"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":2.0,"restoreRate":50.0}}}}`)
 	}))
+}
+
+func Example() {
+	calls := 0
+	api := standIn(&calls)
 	defer api.Close()
 
 	// nil: an in-process Redis, for one process. Shop names the shop, as
