@@ -13,9 +13,12 @@ import (
 // The load: three processes of four goroutines on one shop and token.
 const procs, workers = 3, 4
 
-// items is how many nodes a connection returns: fewer than a page, so that
-// the actual cost is below the requested one and refunds matter.
-const items = 30
+// items is how many nodes a connection returns: fewer than a catalogue
+// page's 50, so that the actual cost is below the requested one and is
+// refunded. (Shopify takes the requested cost up front, so the more it
+// refunds, the less of the bucket any client can spend: with 30, some
+// 75% is the most.)
+const items = 45
 
 // run starts the simulated shop and the worker processes (through tollgate
 // on one redis-server unless control), waits for them, and returns the
