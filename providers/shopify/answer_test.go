@@ -1,6 +1,7 @@
 package shopify
 
 import (
+	"net/http"
 	"testing"
 	"time"
 )
@@ -76,5 +77,26 @@ func TestReadAnswer(t *testing.T) {
 					a.throttled, a.used, a.size, a.requested, c.throttled, c.used, c.size, c.requested)
 			}
 		})
+	}
+}
+
+func TestIsGraphQL(t *testing.T) {
+	for _, c := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"POST", "/admin/api/2025-10/graphql.json", true},
+		{"POST", "/admin/api/unstable/graphql.json", true},
+		{"POST", "/admin/api/graphql.json", true},
+		{"GET", "/admin/api/2025-10/graphql.json", false},
+		{"POST", "/admin/api/2025-10/products.json", false},
+		{"POST", "/admin/api/a/b/graphql.json", false},
+		{"POST", "/admin/graphql.json", false},
+		{"POST", "/admin/api//graphql.json", false},
+	} {
+		req, _ := http.NewRequest(c.method, "https://acme.myshopify.com"+c.path, nil)
+		if got := isGraphQL(req); got != c.want {
+			t.Errorf("isGraphQL(%s %s) = %v, want %v", c.method, c.path, got, c.want)
+		}
 	}
 }

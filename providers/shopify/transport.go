@@ -250,10 +250,15 @@ func graphQLEndpoint(req *http.Request) (costs.Endpoint, error) {
 		Settle:  []costs.Settle{{Bucket: Points, Field: "extensions.cost.actualQueryCost"}}}, nil
 }
 
-// isGraphQL reports whether req is a GraphQL Admin API request.
+// isGraphQL reports whether req is a GraphQL Admin API request, as the
+// cost table's GraphQL rules match them.
 func isGraphQL(req *http.Request) bool {
-	p := req.URL.Path
-	return req.Method == http.MethodPost && strings.HasPrefix(p, "/admin/") && strings.HasSuffix(p, "/graphql.json")
+	rest, ok := strings.CutPrefix(req.URL.Path, "/admin/api/")
+	if !ok || req.Method != http.MethodPost {
+		return false
+	}
+	version, _ := strings.CutSuffix(rest, "/graphql.json")
+	return rest == "graphql.json" || version != rest && version != "" && !strings.Contains(version, "/")
 }
 
 // Scope returns the scope of a shop's app: the shop (e.g.
