@@ -45,9 +45,10 @@ func run(t *testing.T, control bool, duration time.Duration) (*shopsim.Server, [
 	return sim, all, duration
 }
 
-// TestManyProcesses: the load through tollgate. Required: no THROTTLED
-// answer, the bucket never below zero, and at least 70% of the points the
-// bucket and its restore rate allowed over the run spent.
+// TestManyProcesses: the load through tollgate, GraphQL and REST.
+// Required: no THROTTLED answer and no REST 429, the bucket never below
+// zero, and at least 70% of the points the bucket and its restore rate
+// allowed over the run spent.
 func TestManyProcesses(t *testing.T) {
 	sim, results, duration := run(t, false, 10*time.Second)
 	var queries, refused, cut int
@@ -59,10 +60,10 @@ func TestManyProcesses(t *testing.T) {
 	}
 	st := sim.Stats()
 	allowed := shopsim.DefaultPoints + shopsim.DefaultRestore*duration.Seconds()
-	t.Logf("%d queries answered, %d refused by tollgate, %d workers cut off by the end; Shopify ran %d queries for %d points, %.0f%% of the %.0f its bucket allowed, lowest level %.0f, %d THROTTLED",
-		queries, refused, cut, st.Queries, st.Points, 100*float64(st.Points)/allowed, allowed, st.Lowest, st.Throttled)
-	if st.Throttled != 0 || st.Lowest < 0 {
-		t.Errorf("Shopify throttled %d queries; its bucket fell to %.0f", st.Throttled, st.Lowest)
+	t.Logf("%d queries answered, %d refused by tollgate, %d workers cut off by the end; Shopify ran %d queries for %d points, %.0f%% of the %.0f its bucket allowed, lowest level %.0f, %d THROTTLED; %d REST requests served, %d answered 429",
+		queries, refused, cut, st.Queries, st.Points, 100*float64(st.Points)/allowed, allowed, st.Lowest, st.Throttled, st.REST, st.REST429)
+	if st.Throttled != 0 || st.Lowest < 0 || st.REST429 != 0 {
+		t.Errorf("Shopify throttled %d queries and answered %d REST 429s; its bucket fell to %.0f", st.Throttled, st.REST429, st.Lowest)
 	}
 	if float64(st.Points) < 0.7*allowed {
 		t.Errorf("%d points spent of the %.0f the bucket allowed: under 70%%", st.Points, allowed)
@@ -77,7 +78,8 @@ func TestWithoutTollgate(t *testing.T) {
 		throttled += r.Throttled
 	}
 	st := sim.Stats()
-	t.Logf("without tollgate: %d queries run for %d points in %v, %d THROTTLED answers (the workers saw %d)", st.Queries, st.Points, duration, st.Throttled, throttled)
+	t.Logf("without tollgate: %d queries run for %d points in %v, %d THROTTLED answers, %d REST requests served and %d answered 429 (the workers saw %d refusals)",
+		st.Queries, st.Points, duration, st.Throttled, st.REST, st.REST429, throttled)
 	if st.Throttled == 0 {
 		t.Error("the control run was never throttled: the load is too light to show anything")
 	}

@@ -35,7 +35,7 @@ type childConfig = rig.Config
 type workerResult struct {
 	Process, Worker int
 	Queries         int    // answered with data
-	Throttled       int    // answered THROTTLED (control run: the 200 the app must parse)
+	Throttled       int    // answered THROTTLED or REST 429 (control run: what the app must handle)
 	Refused         int    // refused by tollgate (a THROTTLED or 429 it turned into an error, or no room before the run's end)
 	Cut             int    // 1 when tollgate refused its last call, whose turn came after the run's end
 	Failed          int    // anything else
@@ -114,9 +114,27 @@ func child(raw string) int {
 	})
 }
 
-// send posts one of the app's queries, drawn by rng, and reads its answer
-// to its end; throttled reports a THROTTLED answer.
+// send posts one of the app's queries, drawn by rng, or one time in five
+// asks the REST API for a page of products, and reads the answer to its
+// end; throttled reports a THROTTLED answer or a REST 429.
 func send(ctx context.Context, client *http.Client, api, token string, rng *rand.Rand) (throttled bool, err error) {
+	if rng.IntN(5) == 0 {
+		req, _ := http.NewRequestWithContext(ctx, "GET", api+"/admin/api/2025-10/products.json?limit=50", nil)
+		req.Header.Set("X-Shopify-Access-Token", token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode == http.StatusTooManyRequests {
+			return true, nil
+		}
+		if resp.StatusCode != http.StatusOK {
+			return false, errors.New("REST: " + resp.Status)
+		}
+		return false, nil
+	}
 	q := queries[rng.IntN(len(queries))]
 	if rng.IntN(10) < 6 {
 		q = queries[0] // the catalogue sync is most of the load
