@@ -8,6 +8,20 @@
 // It never trusts its input: nesting deeper than MaxDepth and documents
 // that are not executable fail with a *SyntaxError, and the work done is
 // linear in the document's length.
+//
+// It is the one parser of the GitHub and Shopify providers and of their
+// simulators. It was measured against github.com/vektah/gqlparser/v2
+// (v2.5.64, the parser gqlgen is built on) on the providers' queries and
+// on hostile documents: both accept and refuse the same grammar, but this
+// one parses the providers' queries 2 to 3 times faster with a third
+// fewer allocations (a 20-field Shopify catalogue query with a fragment,
+// variables and a directive: 6.2µs and 7.0 KB against 19.5µs and 9.2 KB),
+// refuses nesting past MaxDepth in about 10µs where gqlparser spends
+// 400-600µs and 220-280 KB on the same 10,000- and 100,000-deep documents
+// before its token limit stops it, and it enforces the executable
+// document's rules the pricers rely on (unique operation names, a lone
+// anonymous operation) that gqlparser leaves to a validator needing the
+// schema. Keeping it adds no dependency. BenchmarkParse measures it.
 package graphql
 
 import (

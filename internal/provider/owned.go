@@ -18,10 +18,12 @@ type Owned struct {
 	// Scope says how the provider scopes requests, when it does so
 	// itself; empty when Options.Tollgate.Scope is the user's to set.
 	Scope string
+	// Sizes, when not nil, are checked too (see Sizes.Check).
+	Sizes *Sizes
 }
 
 // Check returns an error naming the first setting of cfg that the
-// provider sets itself, or nil.
+// provider sets itself, or the first of Sizes that cannot work, or nil.
 func (o Owned) Check(cfg tollgate.Config) error {
 	var msg string
 	switch {
@@ -37,6 +39,8 @@ func (o Owned) Check(cfg tollgate.Config) error {
 		msg = "Options.Tollgate.Scope is set: " + o.Scope
 	case cfg.ReadResponse != nil:
 		msg = "Options.Tollgate.ReadResponse is set: NewTransport reads " + o.Upstream + "'s responses itself"
+	case o.Sizes != nil:
+		return o.Sizes.Check(o.Provider)
 	default:
 		return nil
 	}
@@ -63,4 +67,24 @@ func (s Sizes) Check(provider string) error {
 		return fmt.Errorf("%s: Options.ReservePercent is %v; it must be under 100", provider, s.ReservePercent)
 	}
 	return nil
+}
+
+// Length returns how long a minute lasts: Minute, or time.Minute for 0.
+func (s Sizes) Length() time.Duration {
+	if s.Minute == 0 {
+		return time.Minute
+	}
+	return s.Minute
+}
+
+// Reserve returns the percent kept below every limit: ReservePercent,
+// def for 0, none for a negative one.
+func (s Sizes) Reserve(def float64) float64 {
+	switch {
+	case s.ReservePercent == 0:
+		return def
+	case s.ReservePercent < 0:
+		return 0
+	}
+	return s.ReservePercent
 }

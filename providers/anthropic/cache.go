@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/jsonscan"
+	"github.com/tollgate/tollgate/internal/provider"
 )
 
 // What ITPM counts of a request that uses the prompt cache. The rate
@@ -57,7 +58,7 @@ func (c *cacheCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	r, ok := req.Context().Value(readKey{}).(*read)
-	scope, _ := req.Context().Value(scopeKey{}).(string)
+	scope, _ := provider.ScopeOf(req)
 	if !ok || !r.settleCache || scope == "" {
 		return resp, err
 	}

@@ -1,13 +1,10 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,7 +13,6 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
-	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // Options tune NewTransport; the zero value means the defaults.
@@ -80,24 +76,13 @@ type Options struct {
 // before charging it. Build one with NewTransport; it is safe for
 // concurrent use. Close it when done.
 type Transport struct {
-	profiles map[string]*profile // by class; "" for the classes Options.Classes does not name
-	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
-	class    func(string) string
-	reads    func(string) bool // Options.CacheReads
-	routed   bool              // Options.Tollgate.Routes are set
-	maxBody  int64
-	owned    io.Closer // the in-process Redis, when NewTransport started one
-	states   provider.Announcing
-}
-
-// profile is the Transports of one class's limits: learned holds the
-// limits not given until the upstream announces them, letting one request
-// at a time through per scope until it does; unannounced is for servers
-// that announce none, and enforces only the limits given (nil when every
-// limit is given).
-type profile struct {
-	limits               Limits
-	learned, unannounced *tollgate.Transport
+	classes *provider.Learning // by class; "" for the classes Options.Classes does not name
+	pool    tollgate.ScopeFunc // Options.Tollgate.Scope; nil: by credential
+	class   func(string) string
+	reads   func(string) bool // Options.CacheReads
+	routed  bool              // Options.Tollgate.Routes are set
+	maxBody int64
+	kit     *provider.Kit
 }
 
 // NewTransport returns a ready http.RoundTripper for Anthropic's Messages
@@ -113,7 +98,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody,
+	t := &Transport{pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody,
 		reads: opts.CacheReads, routed: len(opts.Tollgate.Routes) > 0}
 	if t.maxBody == 0 {
 		t.maxBody = DefaultMaxBody
@@ -124,55 +109,40 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.reads == nil {
 		t.reads = DefaultCacheReads
 	}
-	cfg.Scope = t.scopeOf
-	cfg.Base = &cacheCounter{base: cfg.Base, t: t}
-	if rdb == nil {
-		local, err := embedded.New()
-		if err != nil {
-			return nil, fmt.Errorf("anthropic: %w", err)
+	classes := map[string]Limits{"": opts.Limits}
+	for c, l := range opts.Classes {
+		if c == "" {
+			return nil, errors.New("anthropic: Options.Classes has a class with no name; set Options.Limits instead")
 		}
-		rdb, t.owned = local, local
+		classes[c] = l
 	}
+	cfg.Scope = provider.ScopeOf
+	cfg.Base = &cacheCounter{base: cfg.Base, t: t}
 	var lopts []quota.Option
 	if opts.clock != nil {
 		lopts = append(lopts, quota.WithClock(opts.clock))
 	}
-	if cfg.Limiter, err = quota.New(rdb, lopts...); err != nil {
-		return nil, t.fail(fmt.Errorf("anthropic: %w", err))
+	if t.kit, err = provider.Start("anthropic", rdb, lopts...); err != nil {
+		return nil, err
 	}
-	classes := map[string]Limits{"": opts.Limits}
-	for c, l := range opts.Classes {
-		if c == "" {
-			return nil, t.fail(errors.New("anthropic: Options.Classes has a class with no name; set Options.Limits instead"))
-		}
-		classes[c] = l
-	}
-	for c, l := range classes {
-		p := &profile{limits: l}
-		t.profiles[c] = p
-		cfg.Buckets = opts.buckets(l, false)
-		if p.learned, err = tollgate.New(cfg); err != nil {
-			return nil, t.fail(fmt.Errorf("anthropic: %w", err))
-		}
-		if l.RPM == 0 || l.ITPM == 0 || l.OTPM == 0 {
-			cfg.Buckets = opts.buckets(l, true)
-			if p.unannounced, err = tollgate.New(cfg); err != nil {
-				return nil, t.fail(fmt.Errorf("anthropic: %w", err))
-			}
-		}
+	if t.classes, err = provider.Learn(t.kit, cfg, "anthropic", className, classes, opts.buckets, Limits.unlearned); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// sizes are the options that the kit checks and reads alike for every
+// provider that may run on a scaled clock.
+func (o *Options) sizes() *provider.Sizes {
+	return &provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}
 }
 
 // config checks the options and assembles the tollgate.Config they ask
 // for, all but the scope, buckets and limiter.
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
-	owned := provider.Owned{Provider: "anthropic", Upstream: "Anthropic", Buckets: "Options.Limits and Options.Classes"}
+	owned := provider.Owned{Provider: "anthropic", Upstream: "Anthropic", Buckets: "Options.Limits and Options.Classes", Sizes: o.sizes()}
 	if err := owned.Check(cfg); err != nil {
-		return cfg, err
-	}
-	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("anthropic"); err != nil {
 		return cfg, err
 	}
 	if !o.Counting.check() {
@@ -224,17 +194,7 @@ func bucketLimit(perMinute int64, minute time.Duration) quota.Limit {
 // class with limits l, each learned from the anthropic-ratelimit-* headers
 // unless given (for unannounced, a limit not given is not limited).
 func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket {
-	minute := o.Minute
-	if minute == 0 {
-		minute = time.Minute
-	}
-	reserve := o.ReservePercent
-	switch {
-	case reserve == 0:
-		reserve = DefaultReservePercent
-	case reserve < 0:
-		reserve = 0
-	}
+	minute, reserve := o.sizes().Length(), o.sizes().Reserve(DefaultReservePercent)
 	bucket := func(perMinute int64, announced string) tollgate.Bucket {
 		limit := bucketLimit(perMinute, minute)
 		if perMinute == 0 && unannounced {
@@ -247,24 +207,6 @@ func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket
 		InputTokens:  bucket(l.ITPM, "anthropic/input-tokens"),
 		OutputTokens: bucket(l.OTPM, "anthropic/output-tokens"),
 	}
-}
-
-// fail releases what NewTransport started before returning err.
-func (t *Transport) fail(err error) error {
-	t.Close()
-	return err
-}
-
-// scopeKey carries a request's scope in its context, from RoundTrip to the
-// Transports' ScopeFunc.
-type scopeKey struct{}
-
-// scopeOf is the ScopeFunc of the Transports: the scope RoundTrip named.
-func (t *Transport) scopeOf(req *http.Request) (string, error) {
-	if s, ok := req.Context().Value(scopeKey{}).(string); ok {
-		return s, nil
-	}
-	return "", errors.New("anthropic: the request did not come through the Transport's RoundTrip")
 }
 
 // RoundTrip charges the request to its model class's buckets and sends
@@ -280,7 +222,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var model string
 	var r *read
 	if k == messages || k == countTokens {
-		body, err := t.readBody(req)
+		body, err := provider.ReadBody(req, t.maxBody, ErrBody)
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
 		}
@@ -290,18 +232,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		model = f.model
 		r = &read{facts: f}
-		ctx = withRead(ctx, r)
-		out = req.Clone(ctx)
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		out.ContentLength = int64(len(body))
+		out = provider.Replay(withRead(ctx, r), req, body)
 	}
 	poolName := pool(credentialOf(req))
 	if t.pool != nil {
 		var err error
-		if poolName, err = t.pool(req); err != nil || poolName == "" || strings.Contains(poolName, "/") {
-			provider.CloseBody(out)
-			return nil, fmt.Errorf("anthropic: the scope func named the pool %q (%v): it must be a name without \"/\"", poolName, err)
+		if poolName, err = provider.PoolOf("anthropic", t.pool, out); err != nil {
+			return nil, err
 		}
 	}
 	class := ""
@@ -315,14 +252,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.settleCache, r.cacheReads = true, t.reads(class)
 	}
 	scope := scopeName(poolName, class)
-	ctx = context.WithValue(ctx, scopeKey{}, scope)
-	if out == req {
-		out = req.WithContext(ctx)
-	} else {
-		out = out.WithContext(ctx)
-	}
-	p := t.profileOf(class)
-	inner, done, err := t.states.Route(ctx, p.learned, p.unannounced, scope, p.announces)
+	out = provider.WithScope(out, scope)
+	ctx = out.Context()
+	inner, done, err := t.classes.Route(ctx, class, scope)
 	if err != nil {
 		provider.CloseBody(out)
 		return nil, err
@@ -332,74 +264,29 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// readBody reads and closes the body of a request that counts tokens.
-func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	return provider.ReadBody(req, t.maxBody, ErrBody)
-}
-
-// profileOf returns the profile of a class's limits.
-func (t *Transport) profileOf(class string) *profile {
-	if p, ok := t.profiles[class]; ok && class != "" {
-		return p
-	}
-	return t.profiles[""]
-}
-
-// forScope returns the Transport that decides a scope's requests now, for
-// Usage, Record and Pause.
-func (t *Transport) forScope(scope string) *tollgate.Transport {
-	p := t.profiles[""]
-	if _, class, ok := strings.Cut(scope, "/"); ok {
-		for c, q := range t.profiles {
-			if c != "" && className(c) == class {
-				p = q
-				break
-			}
-		}
-	}
-	return t.states.Pick(p.learned, p.unannounced, scope)
-}
-
 // Usage reads how much of each limit of a bucket (Requests, InputTokens or
 // OutputTokens) is spent in a scope (see Scope), as
 // tollgate.Transport.Usage does.
 func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.forScope(scope).Usage(ctx, scope, bucket)
+	return t.kit.Usage(ctx, scope, bucket)
 }
 
-// Record counts units of a bucket spent in a scope outside tollgate, as
-// tollgate.Transport.Record does.
+// Record counts the tokens or requests of a class's bucket that a scope
+// spent elsewhere, as tollgate.Transport.Record does.
 func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.forScope(scope).Record(ctx, scope, bucket, units)
+	return t.kit.Record(ctx, scope, bucket, units)
 }
 
-// Pause stops a scope's bucket ("" for all of the scope's) for every
-// process, for d, as tollgate.Transport.Pause does.
+// Pause holds every request of a scope's class to one bucket ("" for
+// every bucket) for d, in all processes, as tollgate.Transport.Pause does.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.forScope(scope).Pause(ctx, scope, bucket, d)
+	return t.kit.Pause(ctx, scope, bucket, d)
 }
 
-// CloseIdleConnections closes the idle connections of Base, when it can;
-// http.Client.CloseIdleConnections calls it.
-func (t *Transport) CloseIdleConnections() {
-	if p := t.profiles[""]; p != nil && p.learned != nil {
-		p.learned.CloseIdleConnections()
-	}
-}
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach
+// Options.Base.
+func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
 
-// Close releases the Transport, and the in-process Redis if NewTransport
-// started one.
-func (t *Transport) Close() error {
-	var errs []error
-	for _, p := range t.profiles {
-		for _, tr := range []*tollgate.Transport{p.learned, p.unannounced} {
-			if tr != nil {
-				errs = append(errs, tr.Close())
-			}
-		}
-	}
-	if t.owned != nil {
-		errs = append(errs, t.owned.Close())
-	}
-	return errors.Join(errs...)
-}
+// Close stops the Transport's work, and the Redis it runs in-process when
+// NewTransport was given none.
+func (t *Transport) Close() error { return t.kit.Close() }

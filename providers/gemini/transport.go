@@ -17,7 +17,6 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
-	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // ErrNoLimits matches the error of a request for a model that has no
@@ -83,7 +82,7 @@ type Transport struct {
 	base     http.RoundTripper
 	counting Counting
 	maxBody  int64
-	owned    io.Closer // the in-process Redis, when NewTransport started one
+	kit      *provider.Kit
 }
 
 // NewTransport returns a ready http.RoundTripper for the Gemini API, from a
@@ -107,22 +106,16 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.maxBody == 0 {
 		t.maxBody = DefaultMaxBody
 	}
-	cfg.Scope = scopeOf
-	if rdb == nil {
-		local, err := embedded.New()
-		if err != nil {
-			return nil, fmt.Errorf("gemini: %w", err)
-		}
-		rdb, t.owned = local, local
+	cfg.Scope = provider.ScopeOf
+	if t.kit, err = provider.Start("gemini", rdb); err != nil {
+		return nil, err
 	}
-	if cfg.Limiter, err = quota.New(rdb); err != nil {
-		return nil, t.fail(fmt.Errorf("gemini: %w", err))
-	}
+	t.kit.Pick(t.forScope)
 	build := func(l Limits) (*tollgate.Transport, error) {
 		cfg.Buckets = opts.buckets(l)
-		tr, err := tollgate.New(cfg)
+		tr, err := t.kit.New(cfg)
 		if err != nil {
-			return nil, t.fail(fmt.Errorf("gemini: %w", err))
+			return nil, t.kit.Fail(err)
 		}
 		return tr, nil
 	}
@@ -151,15 +144,18 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 // modelKey is a model's name without the API's "models/" prefix.
 func modelKey(m string) string { return strings.TrimPrefix(m, "models/") }
 
+// sizes are the options that the kit checks and reads alike for every
+// provider that may run on a scaled clock.
+func (o *Options) sizes() *provider.Sizes {
+	return &provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}
+}
+
 // config checks the options and assembles the tollgate.Config they ask
 // for, all but the scope, buckets and limiter.
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
-	owned := provider.Owned{Provider: "gemini", Upstream: "Gemini", Buckets: "Options.Limits and Options.Models"}
+	owned := provider.Owned{Provider: "gemini", Upstream: "Gemini", Buckets: "Options.Limits and Options.Models", Sizes: o.sizes()}
 	if err := owned.Check(cfg); err != nil {
-		return cfg, err
-	}
-	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("gemini"); err != nil {
 		return cfg, err
 	}
 	c := o.Counting
@@ -199,17 +195,7 @@ func (l Limits) check() error {
 // buckets returns the RPM, RPD and TPM buckets of a model with limits l;
 // a limit of 0 is not enforced.
 func (o *Options) buckets(l Limits) map[string]tollgate.Bucket {
-	minute := o.Minute
-	if minute == 0 {
-		minute = time.Minute
-	}
-	reserve := o.ReservePercent
-	switch {
-	case reserve == 0:
-		reserve = DefaultReservePercent
-	case reserve < 0:
-		reserve = 0
-	}
+	minute, reserve := o.sizes().Length(), o.sizes().Reserve(DefaultReservePercent)
 	orMax := func(n int64) int64 {
 		if n == 0 {
 			return maxUnits
@@ -225,24 +211,6 @@ func (o *Options) buckets(l Limits) map[string]tollgate.Bucket {
 		RPD: {ReservePercent: reserve, Limits: []quota.Limit{day}},
 		TPM: {ReservePercent: reserve, Limits: []quota.Limit{quota.PerWindow(orMax(l.TPM), minute)}},
 	}
-}
-
-// fail releases what NewTransport started before returning err.
-func (t *Transport) fail(err error) error {
-	t.Close()
-	return err
-}
-
-// scopeKey carries a request's scope in its context, from RoundTrip to the
-// Transports' ScopeFunc.
-type scopeKey struct{}
-
-// scopeOf is the ScopeFunc of the Transports: the scope RoundTrip named.
-func scopeOf(req *http.Request) (string, error) {
-	if s, ok := req.Context().Value(scopeKey{}).(string); ok {
-		return s, nil
-	}
-	return "", errors.New("gemini: the request did not come through the Transport's RoundTrip")
 }
 
 // forModel returns the Transport of a model's limits, or nil when it has
@@ -269,21 +237,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	project := projectOf(req)
 	if t.project != nil {
 		var err error
-		if project, err = t.project(req); err != nil || project == "" || strings.Contains(project, "/") {
-			provider.CloseBody(req)
-			return nil, fmt.Errorf("gemini: the scope func named the project %q (%v): it must be a name without \"/\"", project, err)
+		if project, err = provider.PoolOf("gemini", t.project, req); err != nil {
+			return nil, err
 		}
 	}
-	ctx := req.Context()
 	if m == other || m == countTokensFor {
-		return t.free.RoundTrip(req.WithContext(context.WithValue(ctx, scopeKey{}, project)))
+		return t.free.RoundTrip(provider.WithScope(req, project))
 	}
 	tr := t.forModel(model)
 	if tr == nil {
 		provider.CloseBody(req)
 		return nil, fmt.Errorf("%w %q: give it in Options.Models or Options.Limits (%s %s)", ErrNoLimits, modelName(model), methodNames[m], req.URL.Path)
 	}
-	body, err := t.readBody(req)
+	body, err := provider.ReadBody(req, t.maxBody, ErrBody)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s %s)", err, methodNames[m], req.URL.Path)
 	}
@@ -297,12 +263,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	ctx = context.WithValue(withRead(ctx, r), scopeKey{}, scopeName(project, model))
-	out := req.Clone(ctx)
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	out.ContentLength = int64(len(body))
-	return tr.RoundTrip(out)
+	out := provider.Replay(withRead(req.Context(), r), req, body)
+	return tr.RoundTrip(provider.WithScope(out, scopeName(project, model)))
 }
 
 // countTokens asks the API's countTokens method for a request's input
@@ -379,29 +341,6 @@ func scrub(err error, req *http.Request) error {
 	return errors.New(strings.ReplaceAll(err.Error(), k, "[redacted]"))
 }
 
-// readBody reads and closes the body of a request to a model.
-func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	return provider.ReadBody(req, t.maxBody, ErrBody)
-}
-
-// transports returns every Transport t holds.
-func (t *Transport) transports() []*tollgate.Transport {
-	var all []*tollgate.Transport
-	for _, tr := range []*tollgate.Transport{t.free, t.all} {
-		if tr != nil {
-			all = append(all, tr)
-		}
-	}
-	for _, m := range []map[string]*tollgate.Transport{t.models, t.defaults} {
-		for _, tr := range m {
-			if tr != nil {
-				all = append(all, tr)
-			}
-		}
-	}
-	return all
-}
-
 // forScope returns the Transport of a scope's model.
 func (t *Transport) forScope(scope string) (*tollgate.Transport, error) {
 	_, model, ok := strings.Cut(scope, "/")
@@ -425,40 +364,20 @@ func (t *Transport) forScope(scope string) (*tollgate.Transport, error) {
 // Usage reads how much of each limit of a bucket (RPM, RPD or TPM) is
 // spent in a scope (see Scope), as tollgate.Transport.Usage does.
 func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	tr, err := t.forScope(scope)
-	if err != nil {
-		return nil, err
-	}
-	return tr.Usage(ctx, scope, bucket)
+	return t.kit.Usage(ctx, scope, bucket)
 }
 
-// Pause stops a scope's bucket ("" for all of the scope's) for every
-// process, for d, as tollgate.Transport.Pause does.
+// Pause holds a project's model bucket ("" for all three) for d in every
+// process, as tollgate.Transport.Pause does; a scope without a model
+// pauses its free requests.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	tr, err := t.forScope(scope)
-	if err != nil {
-		return err
-	}
-	return tr.Pause(ctx, scope, bucket, d)
+	return t.kit.Pause(ctx, scope, bucket, d)
 }
 
-// CloseIdleConnections closes the idle connections of Base, when it can;
-// http.Client.CloseIdleConnections calls it.
-func (t *Transport) CloseIdleConnections() {
-	if t.free != nil {
-		t.free.CloseIdleConnections()
-	}
-}
+// CloseIdleConnections hands http.Client.CloseIdleConnections on to
+// Options.Base.
+func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
 
-// Close releases the Transport, and the in-process Redis if NewTransport
-// started one.
-func (t *Transport) Close() error {
-	var errs []error
-	for _, tr := range t.transports() {
-		errs = append(errs, tr.Close())
-	}
-	if t.owned != nil {
-		errs = append(errs, t.owned.Close())
-	}
-	return errors.Join(errs...)
-}
+// Close ends the Transport and, when NewTransport ran one for want of a
+// Redis client, its in-process Redis.
+func (t *Transport) Close() error { return t.kit.Close() }

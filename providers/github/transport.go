@@ -3,7 +3,6 @@ package github
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
-	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // Options tune NewTransport; the zero value means the defaults.
@@ -65,7 +63,7 @@ type Options struct {
 type Transport struct {
 	authenticated *tollgate.Transport
 	anonymous     *tollgate.Transport
-	owned         io.Closer // the in-process Redis, when NewTransport started one
+	kit           *provider.Kit
 }
 
 // NewTransport returns a ready http.RoundTripper for GitHub's REST and
@@ -93,26 +91,15 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 		return nil, fmt.Errorf("github: %w", err)
 	}
 	t := &Transport{}
-	if rdb == nil {
-		local, err := embedded.New()
-		if err != nil {
-			return nil, fmt.Errorf("github: %w", err)
-		}
-		rdb, t.owned = local, local
+	if t.kit, err = provider.Start("github", rdb); err != nil {
+		return nil, err
 	}
-	lim, err := quota.New(rdb)
-	if err != nil {
-		return nil, t.fail(fmt.Errorf("github: %w", err))
-	}
+	t.kit.Pick(t.transportOf)
 	upstream := Upstream(opts.Minute)
 	build := func(ct *costs.Table, buckets map[string]tollgate.Bucket, scope tollgate.ScopeFunc) (*tollgate.Transport, error) {
 		cfg := opts.Tollgate
-		cfg.Base, cfg.Limiter, cfg.Costs, cfg.Buckets, cfg.Scope, cfg.ReadResponse = opts.Base, lim, ct, buckets, scope, upstream
-		tr, err := tollgate.New(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("github: %w", err)
-		}
-		return tr, nil
+		cfg.Base, cfg.Costs, cfg.Buckets, cfg.Scope, cfg.ReadResponse = opts.Base, ct, buckets, scope, upstream
+		return t.kit.New(cfg)
 	}
 	authenticated, anonymous := opts.buckets(false), opts.buckets(true)
 	for name, b := range opts.Buckets {
@@ -122,10 +109,10 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 		}
 	}
 	if t.authenticated, err = build(ct, authenticated, tollgate.CredentialScope(credential)); err != nil {
-		return nil, t.fail(err)
+		return nil, t.kit.Fail(err)
 	}
 	if t.anonymous, err = build(anonymousCosts, anonymous, tollgate.Scope(AnonymousScope)); err != nil {
-		return nil, t.fail(err)
+		return nil, t.kit.Fail(err)
 	}
 	return t, nil
 }
@@ -214,19 +201,6 @@ func (o *Options) buckets(anonymous bool) map[string]tollgate.Bucket {
 	}
 }
 
-// fail releases what NewTransport started before returning err.
-func (t *Transport) fail(err error) error {
-	for _, tr := range []*tollgate.Transport{t.authenticated, t.anonymous} {
-		if tr != nil {
-			tr.Close()
-		}
-	}
-	if t.owned != nil {
-		t.owned.Close()
-	}
-	return err
-}
-
 // RoundTrip sends req through the quota of its credential (of
 // AnonymousScope without one), as tollgate.Transport.RoundTrip does. A
 // GraphQL request whose body cannot be read twice is buffered first, so
@@ -289,44 +263,36 @@ func (d drainOnClose) Close() error {
 }
 
 // transportOf returns the Transport that meters scope.
-func (t *Transport) transportOf(scope string) *tollgate.Transport {
+func (t *Transport) transportOf(scope string) (*tollgate.Transport, error) {
 	if scope == AnonymousScope {
-		return t.anonymous
+		return t.anonymous, nil
 	}
-	return t.authenticated
+	return t.authenticated, nil
 }
 
 // Usage reads how much of each limit of bucket is spent in scope (a
 // credential's hash, tollgate.HashCredential(token), or AnonymousScope),
 // as tollgate.Transport.Usage does.
 func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.transportOf(scope).Usage(ctx, scope, bucket)
+	return t.kit.Usage(ctx, scope, bucket)
 }
 
-// Record counts units of bucket spent in scope outside tollgate, as
-// tollgate.Transport.Record does.
+// Record adds points or requests that a credential spent on GitHub
+// without tollgate to its bucket, as tollgate.Transport.Record does.
 func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.transportOf(scope).Record(ctx, scope, bucket, units)
+	return t.kit.Record(ctx, scope, bucket, units)
 }
 
 // Pause stops bucket (every bucket, when "") in scope for d, for every
 // process, as tollgate.Transport.Pause does.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.transportOf(scope).Pause(ctx, scope, bucket, d)
+	return t.kit.Pause(ctx, scope, bucket, d)
 }
 
 // CloseIdleConnections closes the idle connections of Options.Base, when
 // it can.
-func (t *Transport) CloseIdleConnections() {
-	t.authenticated.CloseIdleConnections()
-}
+func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
 
 // Close releases the Transport (its leases, the slots of bodies still
 // open), and the in-process Redis if NewTransport started one.
-func (t *Transport) Close() error {
-	err := errors.Join(t.authenticated.Close(), t.anonymous.Close())
-	if t.owned != nil {
-		err = errors.Join(err, t.owned.Close())
-	}
-	return err
-}
+func (t *Transport) Close() error { return t.kit.Close() }

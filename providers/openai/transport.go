@@ -1,13 +1,11 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,7 +14,6 @@ import (
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
-	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // Options tune NewTransport; the zero value means the defaults.
@@ -67,21 +64,10 @@ type Options struct {
 // Options.MaxBody), before charging it. Build one with NewTransport; it is
 // safe for concurrent use. Close it when done.
 type Transport struct {
-	profiles map[string]*profile // by model; "" for the models Options.Models does not name
-	pool     tollgate.ScopeFunc  // Options.Tollgate.Scope; nil: by credential
-	maxBody  int64
-	owned    io.Closer // the in-process Redis, when NewTransport started one
-	states   provider.Announcing
-}
-
-// profile is the Transports of one model's limits: learned holds the
-// limits not given until the upstream announces them, letting one request
-// at a time through per scope until it does; unannounced is for servers
-// that announce none (vLLM, say), and enforces only the limits given (nil
-// when every limit per minute is given).
-type profile struct {
-	limits               Limits
-	learned, unannounced *tollgate.Transport
+	models  *provider.Learning // by model; "" for the models Options.Models does not name
+	pool    tollgate.ScopeFunc // Options.Tollgate.Scope; nil: by credential
+	maxBody int64
+	kit     *provider.Kit
 }
 
 // NewTransport returns a ready http.RoundTripper for an OpenAI-compatible
@@ -97,54 +83,39 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{profiles: make(map[string]*profile), pool: opts.Tollgate.Scope, maxBody: opts.MaxBody}
-	if t.maxBody == 0 {
-		t.maxBody = DefaultMaxBody
-	}
-	cfg.Scope = t.scopeOf
-	if rdb == nil {
-		local, err := embedded.New()
-		if err != nil {
-			return nil, fmt.Errorf("openai: %w", err)
-		}
-		rdb, t.owned = local, local
-	}
-	if cfg.Limiter, err = quota.New(rdb); err != nil {
-		return nil, t.fail(fmt.Errorf("openai: %w", err))
-	}
 	models := map[string]Limits{"": opts.Limits}
 	for m, l := range opts.Models {
 		if m == "" {
-			return nil, t.fail(errors.New("openai: Options.Models has a model with no name; set Options.Limits instead"))
+			return nil, errors.New("openai: Options.Models has a model with no name; set Options.Limits instead")
 		}
 		models[m] = l
 	}
-	for m, l := range models {
-		p := &profile{limits: l}
-		t.profiles[m] = p
-		cfg.Buckets = opts.buckets(l, false)
-		if p.learned, err = tollgate.New(cfg); err != nil {
-			return nil, t.fail(fmt.Errorf("openai: %w", err))
-		}
-		if l.RPM == 0 || l.TPM == 0 {
-			cfg.Buckets = opts.buckets(l, true)
-			if p.unannounced, err = tollgate.New(cfg); err != nil {
-				return nil, t.fail(fmt.Errorf("openai: %w", err))
-			}
-		}
+	t := &Transport{pool: opts.Tollgate.Scope, maxBody: opts.MaxBody}
+	if t.maxBody == 0 {
+		t.maxBody = DefaultMaxBody
+	}
+	cfg.Scope = provider.ScopeOf
+	if t.kit, err = provider.Start("openai", rdb); err != nil {
+		return nil, err
+	}
+	if t.models, err = provider.Learn(t.kit, cfg, "openai", modelName, models, opts.buckets, Limits.unlearned); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// sizes are the options that the kit checks and reads alike for every
+// provider that may run on a scaled clock.
+func (o *Options) sizes() *provider.Sizes {
+	return &provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}
 }
 
 // config checks the options and assembles the tollgate.Config they ask
 // for, all but the scope, buckets and limiter.
 func (o *Options) config() (tollgate.Config, error) {
 	cfg := o.Tollgate
-	owned := provider.Owned{Provider: "openai", Upstream: "OpenAI", Buckets: "Options.Limits and Options.Models"}
+	owned := provider.Owned{Provider: "openai", Upstream: "OpenAI", Buckets: "Options.Limits and Options.Models", Sizes: o.sizes()}
 	if err := owned.Check(cfg); err != nil {
-		return cfg, err
-	}
-	if err := (provider.Sizes{Minute: o.Minute, MaxBody: o.MaxBody, ReservePercent: o.ReservePercent}).Check("openai"); err != nil {
 		return cfg, err
 	}
 	c := o.Counting
@@ -183,17 +154,7 @@ func (l Limits) check() error {
 // l: a minute each, learned from the x-ratelimit-* headers unless given
 // (for unannounced, a minute not given is not limited), and a day when given.
 func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket {
-	minute := o.Minute
-	if minute == 0 {
-		minute = time.Minute
-	}
-	reserve := o.ReservePercent
-	switch {
-	case reserve == 0:
-		reserve = DefaultReservePercent
-	case reserve < 0:
-		reserve = 0
-	}
+	minute, reserve := o.sizes().Length(), o.sizes().Reserve(DefaultReservePercent)
 	bucket := func(perMinute, perDay int64, announced string) tollgate.Bucket {
 		if perMinute == 0 && unannounced {
 			perMinute = maxUnits
@@ -211,24 +172,6 @@ func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket
 	}
 }
 
-// fail releases what NewTransport started before returning err.
-func (t *Transport) fail(err error) error {
-	t.Close()
-	return err
-}
-
-// scopeKey carries a request's scope in its context, from RoundTrip to the
-// Transports' ScopeFunc.
-type scopeKey struct{}
-
-// scopeOf is the ScopeFunc of the Transports: the scope RoundTrip named.
-func (t *Transport) scopeOf(req *http.Request) (string, error) {
-	if s, ok := req.Context().Value(scopeKey{}).(string); ok {
-		return s, nil
-	}
-	return "", errors.New("openai: the request did not come through the Transport's RoundTrip")
-}
-
 // RoundTrip charges the request to its model's buckets and sends it, as
 // tollgate.Transport.RoundTrip does. It never modifies req, and closes its
 // body on every path. Besides tollgate's errors, it fails with an error
@@ -242,7 +185,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req
 	ctx := req.Context()
 	if k != other {
-		body, err := t.readBody(req)
+		body, err := provider.ReadBody(req, t.maxBody, ErrBody)
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
 		}
@@ -253,29 +196,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if model == "" {
 			model = f.model
 		}
-		ctx = withRead(ctx, &read{facts: f})
-		out = req.Clone(ctx)
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		out.ContentLength = int64(len(body))
+		out = provider.Replay(withRead(ctx, &read{facts: f}), req, body)
 	}
 	pool := poolOf(req)
 	if t.pool != nil {
 		var err error
-		if pool, err = t.pool(req); err != nil || pool == "" || strings.Contains(pool, "/") {
-			provider.CloseBody(out)
-			return nil, fmt.Errorf("openai: the scope func named the pool %q (%v): it must be a name without \"/\"", pool, err)
+		if pool, err = provider.PoolOf("openai", t.pool, out); err != nil {
+			return nil, err
 		}
 	}
 	scope := scopeName(pool, model)
-	ctx = context.WithValue(ctx, scopeKey{}, scope)
-	if out == req {
-		out = req.WithContext(ctx)
-	} else {
-		out = out.WithContext(ctx)
-	}
-	p := t.profileOf(model)
-	inner, done, err := t.states.Route(ctx, p.learned, p.unannounced, scope, p.announces)
+	out = provider.WithScope(out, scope)
+	ctx = out.Context()
+	inner, done, err := t.models.Route(ctx, model, scope)
 	if err != nil {
 		provider.CloseBody(out)
 		return nil, err
@@ -300,73 +233,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// readBody reads and closes the body of a request that counts tokens.
-func (t *Transport) readBody(req *http.Request) ([]byte, error) {
-	return provider.ReadBody(req, t.maxBody, ErrBody)
-}
-
-// profileOf returns the profile of a model's limits.
-func (t *Transport) profileOf(model string) *profile {
-	if p, ok := t.profiles[model]; ok && model != "" {
-		return p
-	}
-	return t.profiles[""]
-}
-
-// forScope returns the Transport that decides a scope's requests now, for
-// Usage, Record and Pause.
-func (t *Transport) forScope(scope string) *tollgate.Transport {
-	p := t.profiles[""]
-	if _, model, ok := strings.Cut(scope, "/"); ok {
-		for m, q := range t.profiles {
-			if m != "" && modelName(m) == model {
-				p = q
-				break
-			}
-		}
-	}
-	return t.states.Pick(p.learned, p.unannounced, scope)
-}
-
 // Usage reads how much of each limit of a bucket (Requests or Tokens) is
 // spent in a scope (see Scope), as tollgate.Transport.Usage does.
 func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.forScope(scope).Usage(ctx, scope, bucket)
+	return t.kit.Usage(ctx, scope, bucket)
 }
 
-// Record counts units of a bucket spent in a scope outside tollgate, as
-// tollgate.Transport.Record does.
+// Record counts an OpenAI bucket's units that a scope spent outside
+// tollgate, as tollgate.Transport.Record does.
 func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.forScope(scope).Record(ctx, scope, bucket, units)
+	return t.kit.Record(ctx, scope, bucket, units)
 }
 
-// Pause stops a scope's bucket ("" for all of the scope's) for every
-// process, for d, as tollgate.Transport.Pause does.
+// Pause stops a model's bucket in a scope ("" for all of them) for d, in
+// every process, as tollgate.Transport.Pause does.
 func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.forScope(scope).Pause(ctx, scope, bucket, d)
+	return t.kit.Pause(ctx, scope, bucket, d)
 }
 
-// CloseIdleConnections closes the idle connections of Base, when it can;
-// http.Client.CloseIdleConnections calls it.
-func (t *Transport) CloseIdleConnections() {
-	if p := t.profiles[""]; p != nil && p.learned != nil {
-		p.learned.CloseIdleConnections()
-	}
-}
+// CloseIdleConnections closes Options.Base's idle connections, when it
+// can; http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
 
-// Close releases the Transport, and the in-process Redis if NewTransport
-// started one.
-func (t *Transport) Close() error {
-	var errs []error
-	for _, p := range t.profiles {
-		for _, tr := range []*tollgate.Transport{p.learned, p.unannounced} {
-			if tr != nil {
-				errs = append(errs, tr.Close())
-			}
-		}
-	}
-	if t.owned != nil {
-		errs = append(errs, t.owned.Close())
-	}
-	return errors.Join(errs...)
-}
+// Close releases the Transport, and the in-process Redis when nil was
+// given to NewTransport.
+func (t *Transport) Close() error { return t.kit.Close() }

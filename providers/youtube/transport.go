@@ -3,7 +3,6 @@ package youtube
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,7 +17,6 @@ import (
 	"github.com/tollgate/tollgate/internal/header"
 	"github.com/tollgate/tollgate/internal/provider"
 	"github.com/tollgate/tollgate/quota"
-	"github.com/tollgate/tollgate/quota/embedded"
 )
 
 // DefaultProject names the project of the keys given to NewTransport
@@ -88,8 +86,8 @@ type Options struct {
 // UploadLimitPause). Close it when done.
 type Transport struct {
 	*tollgate.Transport
-	key   credential // sent with requests that carry no key; nil for none
-	owned io.Closer  // the in-process Redis, when NewTransport started one
+	key credential // sent with requests that carry no key; nil for none
+	kit *provider.Kit
 
 	costs       *costs.Table // the Transport's, to find video uploads
 	uploads     *uploaders   // credentials whose video uploads are paused
@@ -141,28 +139,13 @@ func NewTransport(keys []string, rdb redis.UniversalClient, opts *Options) (*Tra
 	if first != "" {
 		t.key = newCredential(first)
 	}
-	if rdb == nil {
-		local, err := embedded.New()
-		if err != nil {
-			return nil, fmt.Errorf("youtube: %w", err)
-		}
-		rdb, t.owned = local, local
+	if t.kit, err = provider.Start("youtube", rdb); err != nil {
+		return nil, err
 	}
-	if cfg.Limiter, err = quota.New(rdb); err != nil {
-		return nil, t.fail(fmt.Errorf("youtube: %w", err))
-	}
-	if t.Transport, err = tollgate.New(cfg); err != nil {
-		return nil, t.fail(fmt.Errorf("youtube: %w", err))
+	if t.Transport, err = t.kit.New(cfg); err != nil {
+		return nil, t.kit.Fail(err)
 	}
 	return t, nil
-}
-
-// fail releases what NewTransport started before returning err.
-func (t *Transport) fail(err error) error {
-	if t.owned != nil {
-		t.owned.Close()
-	}
-	return err
 }
 
 // config checks the options and assembles the tollgate.Config they ask
@@ -254,13 +237,7 @@ func (t *Transport) otherHost(unknown *costs.UnknownError, err error) error {
 
 // Close releases the Transport, and the in-process Redis if NewTransport
 // started one.
-func (t *Transport) Close() error {
-	err := t.Transport.Close()
-	if t.owned != nil {
-		err = errors.Join(err, t.owned.Close())
-	}
-	return err
-}
+func (t *Transport) Close() error { return t.kit.Close() }
 
 // buckets returns the limits of the granular and classic buckets.
 func (o *Options) buckets() map[string]tollgate.Bucket {

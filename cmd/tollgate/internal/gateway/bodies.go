@@ -88,6 +88,8 @@ func (u *upstream) counted(method, path string) (bool, string) {
 	case "anthropic":
 		p := strings.TrimRight(path, "/")
 		return strings.HasSuffix(p, "/messages") || strings.HasSuffix(p, "/messages/count_tokens"), ""
+	case "shopify":
+		return strings.HasSuffix(path, "/graphql.json"), ""
 	}
 	return false, ""
 }

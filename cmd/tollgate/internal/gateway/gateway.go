@@ -280,7 +280,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	caller, ok := g.caller(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
-		early(w, r, http.StatusUnauthorized, "unauthenticated", "tollgate: no valid caller token: send yours as Authorization: Bearer, X-Goog-Api-Key, x-api-key or key=")
+		early(w, r, http.StatusUnauthorized, "unauthenticated", "tollgate: no valid caller token: send yours as Authorization: Bearer, X-Goog-Api-Key, x-api-key, X-Shopify-Access-Token or key=")
 		return
 	}
 	rt, raw, plain, err := g.router.match(r.URL.EscapedPath())
@@ -336,7 +336,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.unbuffered(w, r, f, err)
 			return
 		}
-		if model == "" {
+		if model == "" && rt.up.cfg.Provider != "shopify" { // a GraphQL query names no model
 			model = modelOf(data)
 		}
 		if !rt.up.models.admit(caller, model, time.Now()) {
@@ -376,7 +376,8 @@ func (g *Gateway) caller(r *http.Request) (string, bool) {
 		}
 	}
 	presented = append(presented, r.Header.Values("X-Goog-Api-Key")...)
-	presented = append(presented, r.Header.Values("X-Api-Key")...) // Anthropic's SDKs
+	presented = append(presented, r.Header.Values("X-Api-Key")...)              // Anthropic's SDKs
+	presented = append(presented, r.Header.Values("X-Shopify-Access-Token")...) // Shopify's clients
 	_, keys := withoutKey(r.URL.RawQuery)
 	presented = append(presented, keys...)
 	name := ""
@@ -464,6 +465,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		h.Del("Authorization")
 		h.Del("X-Goog-Api-Key")
 		h.Del("X-Api-Key")
+		h.Del("X-Shopify-Access-Token")
 		if f.up.bearer {
 			h.Set("Authorization", "Bearer "+f.up.cfg.key.get())
 		} else {

@@ -33,6 +33,7 @@ var env = map[string]string{
 	"YT_KEY":     realKey,
 	"OAI_KEY":    "sk-real-openai-key",
 	"ANT_KEY":    antKey,
+	"SHOP_TOKEN": shopToken,
 }
 
 func getenv(k string) string { return env[k] }

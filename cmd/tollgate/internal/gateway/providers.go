@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate/tollgate/providers/gemini"
 	"github.com/tollgate/tollgate/providers/github"
 	"github.com/tollgate/tollgate/providers/openai"
+	"github.com/tollgate/tollgate/providers/shopify"
 	"github.com/tollgate/tollgate/providers/youtube"
 	"github.com/tollgate/tollgate/quota"
 )
@@ -56,6 +57,8 @@ var providers = map[string]provider{
 	// Anthropic's key goes in x-api-key; anthropic-version passes as the
 	// caller sent it.
 	"anthropic": {build: buildAnthropic, keyHeader: "X-Api-Key", methods: methodsAnthropic},
+	// Shopify's access token goes in X-Shopify-Access-Token.
+	"shopify": {build: buildShopify, keyHeader: "X-Shopify-Access-Token", methods: methodsREST},
 }
 
 // youtubeOptions are the youtube provider's options.
@@ -286,6 +289,26 @@ func buildGitHub(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper,
 	return github.NewTransport(rdb, opts)
 }
 
+// shopifyOptions are the shopify provider's options.
+type shopifyOptions struct {
+	// Shop names the shop when the target's host is not its
+	// *.myshopify.com (shopify.Options.Shop).
+	Shop           string  `json:"shop"`
+	Points         int64   `json:"points"`
+	Requests       int64   `json:"requests"`
+	ReservePercent float64 `json:"reserve_percent"`
+	MaxBody        int64   `json:"max_body"`
+}
+
+func buildShopify(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
+	var o shopifyOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return nil, err
+	}
+	return shopify.NewTransport(rdb, &shopify.Options{Base: base, Tollgate: cfg, Shop: o.Shop, Points: o.Points,
+		Requests: o.Requests, ReservePercent: o.ReservePercent, MaxBody: o.MaxBody})
+}
+
 // customOptions are the custom provider's options.
 type customOptions struct {
 	// KeyHeader is the header the key is sent in; empty means
@@ -351,6 +374,8 @@ func bodies(u *Upstream) (int64, *models, error) {
 		def = anthropic.DefaultMaxBody
 	case "gemini":
 		def = gemini.DefaultMaxBody
+	case "shopify":
+		def = shopify.DefaultMaxBody
 	default:
 		return 0, nil, nil
 	}
