@@ -72,7 +72,7 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var keys, regions string
-	fs.StringVar(&c.redis, "redis", "", "Redis `URL` (redis:// or rediss://); several comma-separated addresses mean a cluster; empty runs an in-process Redis")
+	fs.StringVar(&c.redis, "redis", "", "Redis `URL` (redis:// or rediss://); several comma-separated addresses mean a cluster, a query naming master_name a Sentinel master set; empty runs an in-process Redis")
 	fs.StringVar(&c.api, "api", defaultAPI, "API base `URL`")
 	fs.StringVar(&keys, "keys", "", "API keys `K1,K2` of one Cloud project (default $YOUTUBE_API_KEYS); none runs offline against a simulated API")
 	fs.StringVar(&c.table, "table", "granular", "cost `table`: classic or granular")

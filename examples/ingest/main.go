@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,7 +35,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/redisurl"
 	"github.com/tollgate/tollgate/internal/ytsim"
+	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/providers/youtube"
 )
 
@@ -231,30 +232,15 @@ func (c *config) describe(base string, sharedRedis bool) string {
 }
 
 // connectRedis returns a client for -redis (nil for the embedded Redis),
-// after checking within a few seconds that it answers.
+// after checking within a few seconds that it answers and, for a Sentinel
+// URL, that its master has the replica each decision waits for.
 func connectRedis(ctx context.Context, spec string) (redis.UniversalClient, error) {
 	if spec == "" {
 		return nil, nil
 	}
-	addrs := splitList(spec)
-	var client redis.UniversalClient
-	if len(addrs) == 1 {
-		opt, err := redisOptions(addrs[0])
-		if err != nil {
-			return nil, err
-		}
-		client = redis.NewClient(opt)
-	} else {
-		copt := &redis.ClusterOptions{DialTimeout: 2 * time.Second, MaxRetries: 1}
-		for _, a := range addrs {
-			opt, err := redisOptions(a)
-			if err != nil {
-				return nil, err
-			}
-			copt.Addrs = append(copt.Addrs, opt.Addr)
-			copt.Username, copt.Password, copt.TLSConfig = opt.Username, opt.Password, opt.TLSConfig
-		}
-		client = redis.NewClusterClient(copt)
+	client, err := redisurl.Client(spec)
+	if err != nil {
+		return nil, fmt.Errorf("-redis %s: %v", redactURL(spec), err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -262,36 +248,19 @@ func connectRedis(ctx context.Context, spec string) (redis.UniversalClient, erro
 		client.Close()
 		return nil, fmt.Errorf("redis at %s does not answer: %w", redactURL(spec), err)
 	}
+	if redisurl.IsSentinel(spec) {
+		lim, err := quota.New(client)
+		if err == nil {
+			err = lim.Ping(pctx, "replicas")
+		}
+		if err != nil {
+			client.Close()
+			return nil, redisurl.NoReplica(spec, err)
+		}
+	}
 	return client, nil
 }
 
-// redisOptions reads one -redis item: a redis:// or rediss:// URL, or host:port.
-func redisOptions(a string) (*redis.Options, error) {
-	var opt *redis.Options
-	if strings.Contains(a, "://") {
-		var err error
-		if opt, err = redis.ParseURL(a); err != nil {
-			return nil, fmt.Errorf("-redis: %w", err)
-		}
-	} else {
-		opt = &redis.Options{Addr: a}
-	}
-	if strings.HasPrefix(a, "rediss://") && opt.TLSConfig == nil {
-		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	// Notice an outage in a second or two, and fall back (fail closed by default).
-	opt.DialTimeout, opt.DialerRetries, opt.MaxRetries = 2*time.Second, 1, 1
-	return opt, nil
-}
-
-// redactURL hides a password in a Redis URL.
-func redactURL(s string) string {
-	var out []string
-	for _, a := range splitList(s) {
-		if u, err := url.Parse(a); err == nil && u.User != nil {
-			a = u.Redacted()
-		}
-		out = append(out, a)
-	}
-	return strings.Join(out, ",")
-}
+// redactURL says which Redis -redis names, without its passwords: a
+// Sentinel URL as its master set and sentinels.
+func redactURL(s string) string { return redisurl.Describe(s) }
