@@ -37,8 +37,8 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/redisurl"
 	"github.com/tollgate/tollgate/internal/ytsim"
-	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/providers/youtube"
+	"github.com/tollgate/tollgate/quota"
 )
 
 func main() {
