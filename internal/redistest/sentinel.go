@@ -32,7 +32,10 @@ type Sentinels struct {
 	Master    *Server   // the master when started; Master() says which is now
 	Replicas  []*Server // as started
 	Sentinels []*Server // redis-server --sentinel, each with a config file of its own
-	password  string
+	// Links are the delaying proxies the replicas reach the first master
+	// through, one each, when started by StartSentinelLinked.
+	Links    []*Proxy
+	password string
 }
 
 // StartSentinel starts a master, replicas replicas of it and three
@@ -42,13 +45,33 @@ type Sentinels struct {
 // sentinels. With opts.Password, the servers and the sentinels all ask it.
 func StartSentinel(tb testing.TB, replicas int, opts Options) *Sentinels {
 	tb.Helper()
+	return startSentinels(tb, replicas, opts, false)
+}
+
+// StartSentinelLinked starts a set as StartSentinel does, each replica
+// reaching the first master through a delaying proxy of its own (Links),
+// whose delay SetLag sets: a replica in another zone, or a link cut when
+// the master dies (KillMaster).
+func StartSentinelLinked(tb testing.TB, replicas int, opts Options) *Sentinels {
+	tb.Helper()
+	return startSentinels(tb, replicas, opts, true)
+}
+
+func startSentinels(tb testing.TB, replicas int, opts Options, linked bool) *Sentinels {
+	tb.Helper()
 	if opts.TLS {
 		tb.Fatal("redistest: StartSentinel over TLS is not supported")
 	}
 	s := &Sentinels{password: opts.Password}
 	s.Master = start(tb, false, opts)
 	for range replicas {
-		r := start(tb, false, Options{Password: opts.Password, Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(s.Master.Port)}})
+		port := strconv.Itoa(s.Master.Port)
+		if linked {
+			link := NewProxy(tb, s.Master.Addr, 0)
+			s.Links = append(s.Links, link)
+			_, port, _ = strings.Cut(link.Addr, ":")
+		}
+		r := start(tb, false, Options{Password: opts.Password, Args: []string{"--replicaof", "127.0.0.1", port}})
 		s.Master.WaitOnline(tb, r)
 		s.Replicas = append(s.Replicas, r)
 	}
@@ -69,6 +92,24 @@ func StartSentinel(tb testing.TB, replicas int, opts Options) *Sentinels {
 		}
 	}
 	return s
+}
+
+// SetLag delays what the first master and its replicas send each other
+// by lag each way from now on: replicas in another zone.
+func (s *Sentinels) SetLag(lag time.Duration) {
+	for _, p := range s.Links {
+		p.SetDelay(lag)
+	}
+}
+
+// KillMaster kills the first master with SIGKILL and cuts its links to
+// the replicas at the same instant, dropping what they carried: the
+// master's machine and its network gone at once.
+func (s *Sentinels) KillMaster() {
+	s.Master.Kill()
+	for _, p := range s.Links {
+		p.Close()
+	}
 }
 
 // startSentinel writes a sentinel's config file and starts it.
