@@ -66,7 +66,7 @@ func TestNoPasswordPrinted(t *testing.T) {
 		"redis://tollgate:hunter2@redis:6379",
 		"redis://:hunter2@a:1,redis://:hunter2@b:2",
 		"redis://:hunter2@s1:26379?master_name=m&password=hunter2&addr=s2:1",
-		"redis://:hunter2@s1:26379?master_name=m&password=hunter2&bogus=1",  // an unknown parameter
+		"redis://:hunter2@s1:26379?master_name=m&password=hunter2&bogus=1", // an unknown parameter
 		"redis://:hunter2@s1:26379?master_name=m&password=hunter2&dial_timeout=x",
 		"redis://:hunter2@s1:26379/notadb?master_name=m",
 		"redis://:hunter2@redis:6379/notadb",
