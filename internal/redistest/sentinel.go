@@ -42,7 +42,8 @@ type Sentinels struct {
 // sentinels (redis-server --sentinel, a config file written to the test's
 // temporary directory) watching it under MasterName with a quorum of two,
 // and waits until every sentinel knows the replicas and the other
-// sentinels. With opts.Password, the servers and the sentinels all ask it.
+// sentinels. With opts.Password, the servers and the sentinels all ask it;
+// opts.Args are given to the master and the replicas.
 func StartSentinel(tb testing.TB, replicas int, opts Options) *Sentinels {
 	tb.Helper()
 	return startSentinels(tb, replicas, opts, false)
@@ -71,7 +72,8 @@ func startSentinels(tb testing.TB, replicas int, opts Options, linked bool) *Sen
 			s.Links = append(s.Links, link)
 			_, port, _ = strings.Cut(link.Addr, ":")
 		}
-		r := start(tb, false, Options{Password: opts.Password, Args: []string{"--replicaof", "127.0.0.1", port}})
+		args := append([]string{"--replicaof", "127.0.0.1", port}, opts.Args...)
+		r := start(tb, false, Options{Password: opts.Password, Args: args})
 		s.Master.WaitOnline(tb, r)
 		s.Replicas = append(s.Replicas, r)
 	}
