@@ -135,6 +135,18 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 			rctx := withRegion(runCtx, region)
 			for n := 1; ; n++ {
 				res, err := a.pass(rctx, region)
+				if c.duration > 0 && errors.Is(err, tollgate.ErrUnavailable) {
+					// Redis is down (a failover under way): the endpoint
+					// fails closed; try again shortly, as a cron's next
+					// run would.
+					rep.unavailable(region, n, res)
+					select {
+					case <-time.After(outageRetry):
+					case <-runCtx.Done():
+						return nil
+					}
+					continue
+				}
 				rep.passDone(rctx, region, n, res, err)
 				if c.duration == 0 || runCtx.Err() != nil {
 					return nil
@@ -195,6 +207,10 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	}
 	return nil
 }
+
+// outageRetry is how long a region waits before its next pass when Redis
+// could not be reached and its calls failed closed.
+const outageRetry = 500 * time.Millisecond
 
 // waitLimit is how long a call may wait for its turn: -max-wait, else
 // three windows (enough for a queue of regions a few windows deep), else
