@@ -199,3 +199,56 @@ func TestSentinelReplicaCost(t *testing.T) {
 			callers, w.Round(time.Microsecond), wo.Round(time.Microsecond), float64(w)/float64(wo), (w - wo).Round(time.Microsecond))
 	}
 }
+
+// TestSentinelHoldsSurviveAFailover: callers waiting for their turn hold
+// their place in Redis; with the replica acknowledgement the holds are on
+// the replica when the callers are told their instant, so a master killed
+// while they wait leaves them in place on the promoted replica: a caller
+// arriving after the failover queues behind them instead of taking their
+// units again, and a waiter that gives up after the failover gives its
+// units back on the new master.
+func TestSentinelHoldsSurviveAFailover(t *testing.T) {
+	set := redistest.StartSentinel(t, 2, redistest.Options{})
+	l := mustNew(t, set.Client(t))
+	ctx := context.Background()
+	window := PerWindow(10, 30*time.Second)
+	c := func(units int64) Charge { return charge("b", units, window) }
+	if r, err := l.Allow(ctx, "w", c(10)); err != nil || !r.OK() {
+		t.Fatalf("Allow 10 of 10: %v, %v", r, err)
+	}
+	holds := make([]*Reservation, 5)
+	for i := range holds {
+		r, err := l.Reserve(ctx, "w", time.Minute, c(2))
+		if err != nil || !r.OK() || r.Delay() < 20*time.Second {
+			t.Fatalf("Reserve 2 behind a full window: %v, %v", r, err)
+		}
+		holds[i] = r
+	}
+	set.Master.Kill()
+	promoted := set.WaitPromoted(t, set.Master.Addr)
+	node := promoted.Client(t)
+	if n, err := countedOn(ctx, node, l, "w", window); err != nil || n != 20 {
+		t.Fatalf("the promoted replica counts %d units (%v), want the 10 admitted and the 10 held", n, err)
+	}
+	var late *Reservation
+	for i := 0; ; i++ { // the client finds the new master as it reconnects
+		var err error
+		if late, err = l.Reserve(ctx, "w", 2*time.Minute, c(1)); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("Reserve after the failover: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	last := holds[len(holds)-1].Time()
+	if !late.OK() || !late.Time().After(last) {
+		t.Errorf("a caller arriving after the failover is admitted at %v, before the held turns end at %v: it took their units", late.Time(), last)
+	}
+	if err := holds[0].Cancel(ctx); err != nil {
+		t.Fatalf("a waiter gives up after the failover: %v", err)
+	}
+	if n, err := countedOn(ctx, node, l, "w", window); err != nil || n != 19 {
+		t.Errorf("after a hold of 2 is given back, the new master counts %d units (%v), want 19", n, err)
+	}
+}
