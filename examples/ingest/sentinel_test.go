@@ -115,3 +115,16 @@ func TestProcessesCarryOnThroughAFailover(t *testing.T) {
 		t.Logf("upstream: %d requests, %d units, at most %d of %d in a window", st.Requests, st.Units, most, quota)
 	}
 }
+
+// TestSentinelWithoutReplica: a master set with no replica to acknowledge
+// the decisions stops the example at start, in one line naming the
+// setting, the master set and its sentinels, and no password.
+func TestSentinelWithoutReplica(t *testing.T) {
+	set := redistest.StartSentinel(t, 0, redistest.Options{Password: "no-replica-secret"})
+	code, out, errOut := runChild(t, []string{"-redis", set.URL(), "-duration", "1s"})
+	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 ||
+		!strings.Contains(errOut, `Sentinel master set "tollgate" (sentinels 127.0.0.1:`) ||
+		!strings.Contains(errOut, "quota.WithReplicas") || strings.Contains(errOut, "no-replica-secret") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and one line naming the master set and quota.WithReplicas", code, out, errOut)
+	}
+}
