@@ -22,8 +22,11 @@ import (
 // 45 and 60 ms each way to their API) wait their turns on 1,000 units a
 // 10 s window for 25 s. Together they use at least 80% of what the limit
 // allowed over the run (three windows' 950 units after the reserve), with
-// no window over the limit and no quota error. (Here, on two loaded cores,
-// with and without -race: 97-99%.)
+// no window over the limit and no quota error. The processes' waits are
+// not bounded by the run's end: when they were, every region was refused
+// about a window before the end (its next turn after the end), and the
+// last window went mostly unused: 68% and 79% in two of six runs under
+// -race with two cores kept busy.
 func TestFarRegion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("25 seconds of three processes")
@@ -51,7 +54,7 @@ func TestFarRegion(t *testing.T) {
 		raw, _ := json.Marshal(args)
 		r := &result{}
 		results[i] = r
-		ctx, cancel := context.WithTimeout(context.Background(), run+30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), run+2*time.Minute)
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childArgs+"="+string(raw))
 		cmd.Stdout, cmd.Stderr = &r.out, &r.errs
@@ -71,11 +74,21 @@ func TestFarRegion(t *testing.T) {
 		}
 	}
 	st := sim.Stats()["far-key"]
-	most := mostInAWindow(sim.Arrivals(), ytsim.Pool, window)
+	arrivals := sim.Arrivals()
+	most := mostInAWindow(arrivals, ytsim.Pool, window)
+	// What arrived in the run's 25 s, from the first call: passes under
+	// way at the end finish after it.
+	var used int64
+	first := arrivals[0].At
+	for _, a := range arrivals {
+		if a.Bucket == ytsim.Pool && a.At.Before(first.Add(run)) {
+			used += a.Units
+		}
+	}
 	allowed := int64(enforced * ((run + window - 1) / window))
-	use := float64(st.Units) / float64(allowed)
-	t.Logf("the upstream received %d requests, %d units in %v, %.0f%% of the %d the limit allowed; at most %d in one of its windows; %d quota errors",
-		st.Requests, st.Units, run, 100*use, allowed, most, st.QuotaErrors)
+	use := float64(used) / float64(allowed)
+	t.Logf("the upstream received %d units in the run's %v, %.0f%% of the %d the limit allowed (%d in all, passes under way at the end included); at most %d in one of its windows; %d quota errors",
+		used, run, 100*use, allowed, st.Units, most, st.QuotaErrors)
 	if st.QuotaErrors != 0 || most > quota {
 		t.Errorf("the upstream answered %d quota errors and received %d units in a window, over its %d", st.QuotaErrors, most, quota)
 	}

@@ -121,18 +121,29 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	a := &api{client: &http.Client{Transport: tr}, base: base}
 
 	fmt.Fprintln(out, c.describe(base, rdb != nil))
-	runCtx := ctx
-	if c.duration > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, c.duration)
-		defer cancel()
+	// -duration is how long passes start: a pass begun before the time
+	// is up runs to its end, its calls waiting their turns (up to
+	// -max-wait) as a cron's run would, and a region stops once its next
+	// pass would begin after the end. When the end bounded the calls'
+	// waits instead, far processes on a loaded machine saw every region
+	// refused a window before the end, the last window left unused (see
+	// TestFarRegion). Ctrl-C stops everything at once.
+	end := time.Now().Add(c.duration)
+	over := func(after time.Duration) bool { return !time.Now().Add(after).Before(end) }
+	sleep := func(d time.Duration) bool { // false when interrupted
+		select {
+		case <-time.After(d):
+			return true
+		case <-ctx.Done():
+			return false
+		}
 	}
 	// Regions run side by side; one region's failure ends its own passes,
 	// not the others'.
 	var regions errgroup.Group
 	for _, region := range c.regions {
 		regions.Go(func() error {
-			rctx := withRegion(runCtx, region)
+			rctx := withRegion(ctx, region)
 			for n := 1; ; n++ {
 				res, err := a.pass(rctx, region)
 				if c.duration > 0 && errors.Is(err, tollgate.ErrUnavailable) {
@@ -140,26 +151,25 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 					// fails closed; try again shortly, as a cron's next
 					// run would.
 					rep.unavailable(region, n, res)
-					select {
-					case <-time.After(outageRetry):
-					case <-runCtx.Done():
+					if over(outageRetry) || !sleep(outageRetry) {
 						return nil
 					}
 					continue
 				}
 				rep.passDone(rctx, region, n, res, err)
-				if c.duration == 0 || runCtx.Err() != nil {
+				if c.duration == 0 || ctx.Err() != nil {
 					return nil
 				}
 				var qe *tollgate.QuotaError
 				if errors.As(err, &qe) {
 					// Stopped cleanly: come back when the quota does.
-					select {
-					case <-time.After(qe.RetryAfter):
-					case <-runCtx.Done():
+					if over(qe.RetryAfter) || !sleep(qe.RetryAfter) {
 						return nil
 					}
 				} else if err != nil {
+					return nil
+				}
+				if over(0) {
 					return nil
 				}
 			}
