@@ -204,6 +204,9 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 				r.res = nil
 				return errResumed
 			}
+			if heard == 0 {
+				heard = p.readPausesEarly(ctx, r)
+			}
 		}
 		if keys := p.announcedKeys(r); len(keys) > 0 {
 			p.holds.Add(keys, res, stop)
@@ -310,4 +313,26 @@ func (p *decision) announcedKeys(r *request) []learn.Key {
 		}
 	}
 	return keys
+}
+
+// readPausesEarly reads the pauses in Redis while a request waits for its
+// turn, once the process listens, when it did not listen at the decision:
+// a pause told in between reached nobody. With none found, it returns
+// the generation heard before the read, so that after the wait a request
+// whose process heard nothing new reads nothing: the round trip is made
+// while the turn is ahead, not after it, where, for a process far from
+// its Redis, it would make the request reach its upstream later than
+// Transit after its turn, and be decided again. It returns 0 (read after
+// the wait, as before) while nothing listens, when a pause was found, or
+// when Redis did not answer.
+func (p *decision) readPausesEarly(ctx context.Context, r *request) uint64 {
+	live := p.listening.Heard()
+	if live == 0 {
+		return 0
+	}
+	buckets := append([]string{""}, bucketsOf(r)...)
+	if _, pz, err := pauseAmong(p.limiter, ctx, r.scope, buckets...); err != nil || !pz.Until.IsZero() {
+		return 0 // a pause, or no answer: read again after the wait
+	}
+	return live
 }

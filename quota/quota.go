@@ -163,6 +163,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
+	if err := l.replicasByDefault(); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 

@@ -30,7 +30,15 @@ import (
 type replicas struct {
 	n       int
 	timeout time.Duration
+	set     bool // WithReplicas was given, n == 0 included
 }
+
+// DefaultReplicaTimeout is how long a limiter on a Sentinel failover
+// client waits, by default, for a replica to acknowledge each write (see
+// WithReplicas). A replica on the same network acknowledges within a
+// millisecond or two; the bound is what a decision waits before it fails
+// as a Redis failure when no replica does.
+const DefaultReplicaTimeout = 250 * time.Millisecond
 
 // WithReplicas makes every write of the limiter wait, before its caller is
 // answered, until n replicas of the Redis node that holds it acknowledge it
@@ -42,6 +50,12 @@ type replicas struct {
 // than n replicas are connected. Give each master more than n replicas, so
 // that after a failover n remain to acknowledge.
 //
+// On a Sentinel failover client (redis.NewFailoverClient, or
+// redis.NewUniversalClient given a MasterName) a limiter waits for one
+// replica within DefaultReplicaTimeout unless told otherwise:
+// WithReplicas(0, 0) answers each decision as soon as the master has it,
+// as on any other client, and a failover may then lose the last ones.
+//
 // The client must be a *redis.Client (a server, or a Sentinel failover
 // client) or a *redis.ClusterClient; timeout must be at least a
 // millisecond (WAIT counts whole ones, and 0 would wait forever) and
@@ -49,28 +63,59 @@ type replicas struct {
 // Each decision then costs a round trip from its master to a replica more.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return func(l *Limiter) error {
-		what := "replicas " + strconv.Itoa(n) + " within " + timeout.String()
-		if n < 1 {
-			return invalid(what, "must ask for at least one replica")
+		if n == 0 {
+			l.replicas = replicas{set: true}
+			return nil
 		}
-		if timeout < time.Millisecond {
-			return invalid(what, "the timeout must be at least 1ms")
+		r, err := replicasFor(l.client, n, timeout)
+		if err != nil {
+			return err
 		}
-		var read time.Duration
-		switch c := l.client.(type) {
-		case *redis.Client:
-			read = c.Options().ReadTimeout
-		case *redis.ClusterClient:
-			read = c.Options().ReadTimeout
-		default:
-			return invalid(what, fmt.Sprintf("needs a *redis.Client or a *redis.ClusterClient, not a %T", l.client))
-		}
-		if read > 0 && timeout >= read {
-			return invalid(what, "the timeout must be shorter than the client's ReadTimeout ("+read.String()+")")
-		}
-		l.replicas = replicas{n: n, timeout: timeout}
+		l.replicas = r
 		return nil
 	}
+}
+
+// replicasFor checks what WithReplicas(n, timeout) asks of client.
+func replicasFor(client redis.UniversalClient, n int, timeout time.Duration) (replicas, error) {
+	what := "replicas " + strconv.Itoa(n) + " within " + timeout.String()
+	if n < 1 {
+		return replicas{}, invalid(what, "must ask for at least one replica, or 0 for none")
+	}
+	if timeout < time.Millisecond {
+		return replicas{}, invalid(what, "the timeout must be at least 1ms")
+	}
+	var read time.Duration
+	switch c := client.(type) {
+	case *redis.Client:
+		read = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		read = c.Options().ReadTimeout
+	default:
+		return replicas{}, invalid(what, fmt.Sprintf("needs a *redis.Client or a *redis.ClusterClient, not a %T", client))
+	}
+	if read > 0 && timeout >= read {
+		return replicas{}, invalid(what, "the timeout must be shorter than the client's ReadTimeout ("+read.String()+")")
+	}
+	return replicas{n: n, timeout: timeout, set: true}, nil
+}
+
+// replicasByDefault gives a limiter on a Sentinel failover client, which
+// WithReplicas did not configure, one replica within
+// DefaultReplicaTimeout. go-redis names the address of a failover
+// client's options "FailoverClient" (its clientOptions), which no real
+// address is.
+func (l *Limiter) replicasByDefault() error {
+	c, ok := l.client.(*redis.Client)
+	if l.replicas.set || !ok || c.Options().Addr != "FailoverClient" {
+		return nil
+	}
+	r, err := replicasFor(l.client, 1, DefaultReplicaTimeout)
+	if err != nil {
+		return fmt.Errorf("%w (a Sentinel client waits for a replica by default: set its ReadTimeout longer, or give WithReplicas)", err)
+	}
+	l.replicas = r
+	return nil
 }
 
 // replicaError reports a write that fewer replicas than asked acknowledged
@@ -78,10 +123,14 @@ func WithReplicas(n int, timeout time.Duration) Option {
 type replicaError struct {
 	acked, want int
 	timeout     time.Duration
+	ping        bool // counted by Ping: replicas connected, not a write's
 }
 
 func (e *replicaError) Error() string {
-	return fmt.Sprintf("the write reached %d of %d replicas within %v", e.acked, e.want, e.timeout)
+	if e.ping {
+		return fmt.Sprintf("the master has %d replicas connected, and WithReplicas asks %d to acknowledge each decision", e.acked, e.want)
+	}
+	return fmt.Sprintf("the write reached %d of %d replicas within %v (WithReplicas)", e.acked, e.want, e.timeout)
 }
 
 // write runs a script that writes, for a call with nothing to give back
@@ -259,7 +308,7 @@ func (l *Limiter) ping(ctx context.Context, node redis.Cmdable) error {
 		return err
 	}
 	if int(n) < l.replicas.n {
-		return &replicaError{acked: int(n), want: l.replicas.n, timeout: l.replicas.timeout}
+		return &replicaError{acked: int(n), want: l.replicas.n, timeout: l.replicas.timeout, ping: true}
 	}
 	return nil
 }

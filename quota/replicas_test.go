@@ -25,7 +25,7 @@ func TestWithReplicasRefusesWhatCannotWork(t *testing.T) {
 		n       int
 		timeout time.Duration
 	}{
-		{"no replica", c, 0, 100 * time.Millisecond},
+		{"a negative count", c, -1, 100 * time.Millisecond},
 		{"no timeout: WAIT 0 waits forever", c, 1, 0},
 		{"under a millisecond", c, 1, 500 * time.Microsecond},
 		{"as long as the client's ReadTimeout", c, 1, time.Second},

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/internal/redisurl"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -52,52 +51,31 @@ func (c *cli) open(ctx context.Context, conn *connection) (*quota.Limiter, redis
 		client.Close()
 		return nil, nil, &usageError{err.Error()}
 	}
+	if redisurl.IsSentinel(spec) {
+		// The master answers; it must have the replica that acknowledges
+		// each write.
+		if err := lim.Ping(pctx, "replicas"); err != nil {
+			client.Close()
+			return nil, nil, redisurl.NoReplica(spec, err)
+		}
+	}
 	return lim, client, nil
 }
 
-// dial makes a client for spec: one redis:// or rediss:// URL, or several
+// dial makes a client for spec: one redis:// or rediss:// URL, several
 // separated by commas (the nodes of a Redis Cluster, one credential for
-// all).
+// all), or a Sentinel URL (its query names master_name).
 func dial(spec string) (redis.UniversalClient, error) {
-	var opts []*redis.Options
-	for i, u := range strings.Split(spec, ",") {
-		u = strings.TrimSpace(u)
-		if !strings.Contains(u, "://") {
-			u = "redis://" + u
-		}
-		if _, err := url.Parse(u); err != nil {
-			// url's errors quote the URL, password and all.
-			return nil, usagef("-redis: item %d is not a URL", i+1)
-		}
-		o, err := redis.ParseURL(u)
-		if err != nil {
-			return nil, usagef("-redis %s: %v", redact(u), err)
-		}
-		// Notice an unreachable Redis within seconds.
-		o.DialTimeout, o.DialerRetries, o.MaxRetries = 2*time.Second, 1, 1
-		opts = append(opts, o)
+	client, err := redisurl.Client(spec)
+	if err != nil {
+		return nil, usagef("-redis %s: %v", redact(spec), err)
 	}
-	if len(opts) == 1 {
-		return redis.NewClient(opts[0]), nil
-	}
-	co := &redis.ClusterOptions{DialTimeout: 2 * time.Second, MaxRetries: 1}
-	for _, o := range opts {
-		co.Addrs = append(co.Addrs, o.Addr)
-		co.Username, co.Password, co.TLSConfig = o.Username, o.Password, o.TLSConfig
-	}
-	return redis.NewClusterClient(co), nil
+	return client, nil
 }
 
-// redact hides the passwords of Redis URLs.
-func redact(spec string) string {
-	parts := strings.Split(spec, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
-		}
-	}
-	return strings.Join(parts, ",")
-}
+// redact says which Redis spec names, without its passwords: a Sentinel
+// URL as its master set and sentinels.
+func redact(spec string) string { return redisurl.Describe(spec) }
 
 // isTerminal reports whether f is a terminal -watch may redraw in place.
 func isTerminal(f *os.File) bool {

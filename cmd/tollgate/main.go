@@ -12,8 +12,9 @@
 //	tollgate web    [-listen ADDR] [-scope S] [-every D]
 //
 // Every command takes -redis URL (or the environment variable
-// TOLLGATE_REDIS): redis://, rediss:// (TLS), or several URLs separated by
-// commas for a Redis Cluster; and -prefix, the key prefix the programs
+// TOLLGATE_REDIS): redis://, rediss:// (TLS), several URLs separated by
+// commas for a Redis Cluster, or a Sentinel URL (its query names
+// master_name, as redis.ParseFailoverURL reads it); and -prefix, the key prefix the programs
 // use (quota.WithPrefix; default "tollgate:").
 //
 // status needs no cost table: it finds the scopes by SCAN and reads the
@@ -169,7 +170,7 @@ func (c *cli) flags(name string) (*flag.FlagSet, *connection) {
 	fs := flag.NewFlagSet("tollgate "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported in one line by run; -h prints to stdout
 	conn := &connection{}
-	fs.StringVar(&conn.url, "redis", "", "the Redis URL: redis://, rediss://, or a comma-separated list for a cluster (default $TOLLGATE_REDIS)")
+	fs.StringVar(&conn.url, "redis", "", "the Redis URL: redis://, rediss://, a comma-separated list for a cluster, or a Sentinel URL (?master_name=NAME&addr=...) (default $TOLLGATE_REDIS)")
 	fs.StringVar(&conn.prefix, "prefix", "tollgate:", "the key prefix the programs use")
 	return fs, conn
 }

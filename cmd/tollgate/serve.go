@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/cmd/tollgate/internal/gateway"
+	"github.com/tollgate/tollgate/internal/redisurl"
+	"github.com/tollgate/tollgate/quota"
 	"github.com/tollgate/tollgate/quota/embedded"
 )
 
@@ -82,5 +84,30 @@ func (c *cli) gatewayRedis(spec string) (redis.UniversalClient, string, error) {
 	if err != nil {
 		return nil, "", &usageError{"serve: redis: " + err.Error()}
 	}
+	if redisurl.IsSentinel(spec) {
+		if err := replicaPresent(rdb, spec); err != nil {
+			rdb.Close()
+			return nil, "", fmt.Errorf("serve: %w", err)
+		}
+	}
 	return rdb, redact(spec), nil
+}
+
+// replicaPresent checks, when the master a Sentinel URL names answers,
+// that it has the replica each decision waits for; a master that does
+// not answer is left to the outage mode.
+func replicaPresent(rdb redis.UniversalClient, spec string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if rdb.Ping(ctx).Err() != nil {
+		return nil
+	}
+	lim, err := quota.New(rdb)
+	if err != nil {
+		return err
+	}
+	if err := lim.Ping(ctx, "replicas"); err != nil {
+		return redisurl.NoReplica(spec, err)
+	}
+	return nil
 }

@@ -6,7 +6,8 @@
 // It is configured by its environment, as cron jobs and containers are:
 //
 //	TOLLGATE_REDIS   the shared Redis's URL (redis://, rediss://; several
-//	                 comma-separated addresses mean a Cluster); required
+//	                 comma-separated addresses mean a Cluster, a query
+//	                 naming master_name a Sentinel master set); required
 //	YOUTUBE_API_KEY  the API key; required
 //	REGION           the region code, e.g. GB; default US
 //	PAGES            the pages of 50 videos to read; default 4
@@ -192,10 +193,20 @@ func number(getenv func(string) string, name string) (int64, error) {
 	return n, nil
 }
 
-// redisClient connects to the shared Redis: one URL, or several
-// comma-separated addresses of a Cluster. It notices an outage quickly,
+// redisClient connects to the shared Redis: one URL, several
+// comma-separated addresses of a Cluster, or a Sentinel URL (its query
+// names master_name, as redis.ParseFailoverURL reads it; decisions then
+// wait for a replica, quota.WithReplicas). It notices an outage quickly,
 // and a call's deadline bounds its decision too.
 func redisClient(spec string) (redis.UniversalClient, error) {
+	if u, err := url.Parse(spec); err == nil && u.Query().Has("master_name") {
+		opt, err := redis.ParseFailoverURL(spec)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_REDIS: %w", err)
+		}
+		opt.DialTimeout, opt.MaxRetries, opt.ContextTimeoutEnabled = time.Second, 2, true
+		return redis.NewFailoverClient(opt), nil
+	}
 	if strings.Contains(spec, ",") {
 		c := &redis.ClusterOptions{DialTimeout: time.Second, MaxRetries: 2, ContextTimeoutEnabled: true}
 		for _, a := range strings.Split(spec, ",") {

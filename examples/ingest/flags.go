@@ -72,7 +72,7 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var keys, regions string
-	fs.StringVar(&c.redis, "redis", "", "Redis `URL` (redis:// or rediss://); several comma-separated addresses mean a cluster; empty runs an in-process Redis")
+	fs.StringVar(&c.redis, "redis", "", "Redis `URL` (redis:// or rediss://); several comma-separated addresses mean a cluster, a query naming master_name a Sentinel master set; empty runs an in-process Redis")
 	fs.StringVar(&c.api, "api", defaultAPI, "API base `URL`")
 	fs.StringVar(&keys, "keys", "", "API keys `K1,K2` of one Cloud project (default $YOUTUBE_API_KEYS); none runs offline against a simulated API")
 	fs.StringVar(&c.table, "table", "granular", "cost `table`: classic or granular")
@@ -84,7 +84,7 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 	reserve := fs.String("reserve", "", "keep `N` units below the quota (default 5% of -quota)")
 	fs.StringVar(&regions, "regions", "US,GB,DE,FR,IN,BR,AU,CA", "the regions to ingest, `US,GB,...`")
 	fs.StringVar(&c.policy, "policy", "wait", "on refusal, `wait` for a turn, or error: stop that region's pass cleanly")
-	fs.DurationVar(&c.duration, "duration", 0, "keep running passes until `D` has passed (default one pass per region)")
+	fs.DurationVar(&c.duration, "duration", 0, "start passes until `D` has passed; passes under way then finish (default one pass per region)")
 	fs.DurationVar(&c.maxWait, "max-wait", 0, "with -policy wait, wait at most `D` for a turn (default three windows, or 10m of the Pacific day)")
 	fs.Int64Var(&c.searchQuota, "search-quota", 0, fmt.Sprintf("the granular table's search bucket: `N` units per window, one per search.list call (default %d; offline %d)",
 		defaultSearchQuota, offlineSearchQuota))

@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,8 +35,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/internal/redisurl"
 	"github.com/tollgate/tollgate/internal/ytsim"
 	"github.com/tollgate/tollgate/providers/youtube"
+	"github.com/tollgate/tollgate/quota"
 )
 
 func main() {
@@ -120,22 +121,43 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	a := &api{client: &http.Client{Transport: tr}, base: base}
 
 	fmt.Fprintln(out, c.describe(base, rdb != nil))
-	runCtx := ctx
-	if c.duration > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, c.duration)
-		defer cancel()
+	// -duration is how long passes start: a pass begun before the time
+	// is up runs to its end, its calls waiting their turns (up to
+	// -max-wait) as a cron's run would, and a region stops once its next
+	// pass would begin after the end. When the end bounded the calls'
+	// waits instead, far processes on a loaded machine saw every region
+	// refused a window before the end, the last window left unused (see
+	// TestFarRegion). Ctrl-C stops everything at once.
+	end := time.Now().Add(c.duration)
+	over := func(after time.Duration) bool { return !time.Now().Add(after).Before(end) }
+	sleep := func(d time.Duration) bool { // false when interrupted
+		select {
+		case <-time.After(d):
+			return true
+		case <-ctx.Done():
+			return false
+		}
 	}
 	// Regions run side by side; one region's failure ends its own passes,
 	// not the others'.
 	var regions errgroup.Group
 	for _, region := range c.regions {
 		regions.Go(func() error {
-			rctx := withRegion(runCtx, region)
+			rctx := withRegion(ctx, region)
 			for n := 1; ; n++ {
 				res, err := a.pass(rctx, region)
+				if c.duration > 0 && errors.Is(err, tollgate.ErrUnavailable) {
+					// Redis is down (a failover under way): the endpoint
+					// fails closed; try again shortly, as a cron's next
+					// run would.
+					rep.unavailable(region, n, res)
+					if over(outageRetry) || !sleep(outageRetry) {
+						return nil
+					}
+					continue
+				}
 				rep.passDone(rctx, region, n, res, err)
-				if c.duration == 0 || runCtx.Err() != nil {
+				if c.duration == 0 || ctx.Err() != nil {
 					return nil
 				}
 				var qe *tollgate.QuotaError
@@ -147,12 +169,13 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 					if qe.Cause.Paused() {
 						back = min(back, pauseRecheck)
 					}
-					select {
-					case <-time.After(back):
-					case <-runCtx.Done():
+					if over(back) || !sleep(back) {
 						return nil
 					}
 				} else if err != nil {
+					return nil
+				}
+				if over(0) {
 					return nil
 				}
 			}
@@ -205,6 +228,10 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 // the pause's announced end: a resume lifts it early.
 const pauseRecheck = time.Second
 
+// outageRetry is how long a region waits before its next pass when Redis
+// could not be reached and its calls failed closed.
+const outageRetry = 500 * time.Millisecond
+
 // waitLimit is how long a call may wait for its turn: -max-wait, else
 // three windows (enough for a queue of regions a few windows deep), else
 // ten minutes of the Pacific day.
@@ -241,30 +268,15 @@ func (c *config) describe(base string, sharedRedis bool) string {
 }
 
 // connectRedis returns a client for -redis (nil for the embedded Redis),
-// after checking within a few seconds that it answers.
+// after checking within a few seconds that it answers and, for a Sentinel
+// URL, that its master has the replica each decision waits for.
 func connectRedis(ctx context.Context, spec string) (redis.UniversalClient, error) {
 	if spec == "" {
 		return nil, nil
 	}
-	addrs := splitList(spec)
-	var client redis.UniversalClient
-	if len(addrs) == 1 {
-		opt, err := redisOptions(addrs[0])
-		if err != nil {
-			return nil, err
-		}
-		client = redis.NewClient(opt)
-	} else {
-		copt := &redis.ClusterOptions{DialTimeout: 2 * time.Second, MaxRetries: 1}
-		for _, a := range addrs {
-			opt, err := redisOptions(a)
-			if err != nil {
-				return nil, err
-			}
-			copt.Addrs = append(copt.Addrs, opt.Addr)
-			copt.Username, copt.Password, copt.TLSConfig = opt.Username, opt.Password, opt.TLSConfig
-		}
-		client = redis.NewClusterClient(copt)
+	client, err := redisurl.Client(spec)
+	if err != nil {
+		return nil, fmt.Errorf("-redis %s: %v", redactURL(spec), err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -272,36 +284,19 @@ func connectRedis(ctx context.Context, spec string) (redis.UniversalClient, erro
 		client.Close()
 		return nil, fmt.Errorf("redis at %s does not answer: %w", redactURL(spec), err)
 	}
+	if redisurl.IsSentinel(spec) {
+		lim, err := quota.New(client)
+		if err == nil {
+			err = lim.Ping(pctx, "replicas")
+		}
+		if err != nil {
+			client.Close()
+			return nil, redisurl.NoReplica(spec, err)
+		}
+	}
 	return client, nil
 }
 
-// redisOptions reads one -redis item: a redis:// or rediss:// URL, or host:port.
-func redisOptions(a string) (*redis.Options, error) {
-	var opt *redis.Options
-	if strings.Contains(a, "://") {
-		var err error
-		if opt, err = redis.ParseURL(a); err != nil {
-			return nil, fmt.Errorf("-redis: %w", err)
-		}
-	} else {
-		opt = &redis.Options{Addr: a}
-	}
-	if strings.HasPrefix(a, "rediss://") && opt.TLSConfig == nil {
-		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	// Notice an outage in a second or two, and fall back (fail closed by default).
-	opt.DialTimeout, opt.DialerRetries, opt.MaxRetries = 2*time.Second, 1, 1
-	return opt, nil
-}
-
-// redactURL hides a password in a Redis URL.
-func redactURL(s string) string {
-	var out []string
-	for _, a := range splitList(s) {
-		if u, err := url.Parse(a); err == nil && u.User != nil {
-			a = u.Redacted()
-		}
-		out = append(out, a)
-	}
-	return strings.Join(out, ",")
-}
+// redactURL says which Redis -redis names, without its passwords: a
+// Sentinel URL as its master set and sentinels.
+func redactURL(s string) string { return redisurl.Describe(s) }

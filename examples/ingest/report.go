@@ -144,6 +144,18 @@ func (r *report) passDone(ctx context.Context, region string, n int, res passRes
 	}
 }
 
+// unavailable records a pass cut short because Redis could not be reached
+// (its calls failed closed), and prints its line.
+func (r *report) unavailable(region string, n int, res passResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.regions[region]
+	s.videos += res.videos
+	s.channels += res.channels
+	s.calls += res.calls
+	r.line("[%s] pass %d stopped cleanly: Redis unavailable, calls fail closed; again in %v; spent %s", region, n, outageRetry, s.spentSinceReport())
+}
+
 // refusedBy says why a pass was refused, e.g. "refused: paused by an
 // operator: deploy rollback".
 func refusedBy(qe *tollgate.QuotaError) string {

@@ -35,8 +35,9 @@ type Config struct {
 	// Listen is the address to serve on, e.g. "127.0.0.1:8787"; empty
 	// means DefaultListen.
 	Listen string `json:"listen"`
-	// Redis is the Redis URL (redis://, rediss://, or several URLs
-	// separated by commas for a cluster); empty means $TOLLGATE_REDIS,
+	// Redis is the Redis URL (redis://, rediss://, several URLs
+	// separated by commas for a cluster, or a Sentinel URL whose query
+	// names master_name); empty means $TOLLGATE_REDIS,
 	// and when that is empty too, an in-process Redis.
 	Redis string `json:"redis"`
 	// Callers are the callers and where their tokens are read; none
