@@ -118,6 +118,7 @@ var suite = []struct {
 	{"AnnounceAsOf", testAnnounceAsOf},
 	{"AnnounceTolerance", testAnnounceTolerance},
 	{"FixedWindow", testFixedWindow},
+	{"PaceModel", testPaceModel},
 }
 
 func runSuite(t *testing.T, b *backend) {

@@ -298,6 +298,12 @@ func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
 // immediate decision. A background call (see WithPriority) is decided in
 // its scope's background room instead.
 func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+	if isFair(charges) {
+		if priorityOf(ctx) == Background {
+			maxWait = 0 // a background call never holds
+		}
+		return l.fairReserve(ctx, scope, maxWait, charges)
+	}
 	if priorityOf(ctx) == Background {
 		return l.background(ctx, scope, maxWait, charges)
 	}

@@ -1,0 +1,195 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/testclock"
+)
+
+// paceModel is an independent model of a paced window: what each window
+// holds, and the instants its calls were admitted at.
+type paceModel struct {
+	units, burst int64                      // U and B
+	bounds       func(t int64) (s, e int64) // the window holding t
+	calls        []modelCall
+}
+
+type modelCall struct {
+	at, units int64
+	gone      bool
+}
+
+// allowance is what the window [s, e) may hold at t: B + floor(P·(t-s)/len),
+// in exact integers.
+func (m *paceModel) allowance(s, e, t int64) int64 {
+	p := big.NewInt(m.units - m.burst)
+	p.Mul(p, big.NewInt(t-s))
+	p.Quo(p, big.NewInt(e-s))
+	return m.burst + p.Int64()
+}
+
+// counted returns the units of the window [s, e).
+func (m *paceModel) counted(s, e int64) int64 {
+	var n int64
+	for _, c := range m.calls {
+		if !c.gone && c.at >= s && c.at < e {
+			n += c.units
+		}
+	}
+	return n
+}
+
+// at returns the earliest instant from now a call of units fits, the
+// windows after now's included.
+func (m *paceModel) at(now, units int64) int64 {
+	t := now
+	for range 3 {
+		s, e := m.bounds(t)
+		need := m.counted(s, e) + units
+		if need <= m.units {
+			// The least d with B + floor(P·d/len) >= need.
+			d := int64(0)
+			if need > m.burst {
+				q, r := new(big.Int).QuoRem(
+					new(big.Int).Mul(big.NewInt(need-m.burst), big.NewInt(e-s)),
+					big.NewInt(m.units-m.burst), new(big.Int))
+				d = q.Int64()
+				if r.Sign() > 0 {
+					d++
+				}
+			}
+			if s+d < e {
+				return max(t, s+d)
+			}
+		}
+		t = e
+	}
+	return -1
+}
+
+// check fails the test when a window ever held more than its pace line
+// allows, at the instant of any of its calls.
+func (m *paceModel) check(t *testing.T) {
+	t.Helper()
+	for _, c := range m.calls {
+		if c.gone {
+			continue
+		}
+		s, e := m.bounds(c.at)
+		var upTo int64
+		for _, o := range m.calls {
+			if !o.gone && o.at >= s && o.at <= c.at {
+				upTo += o.units
+			}
+		}
+		if a := m.allowance(s, e, c.at); upTo > a {
+			t.Fatalf("at %d the window from %d holds %d units, over its pace line %d", c.at, s, upTo, a)
+		}
+	}
+}
+
+// testPaceModel runs random calls, holds and cancellations on paced
+// calendar days and fixed windows against the model: every decision's
+// answer and instant is the model's, and no window ever runs ahead of its
+// pace line.
+func testPaceModel(t *testing.T, b *backend) {
+	ctx := context.Background()
+	day0 := time.Date(2026, 3, 7, 0, 0, 0, 0, mustLoad(t, "America/Los_Angeles")) // a 23-hour day follows
+	ends := time.Date(2026, 3, 7, 1, 0, 0, 0, time.UTC)
+	for _, kind := range []struct {
+		name   string
+		limit  Limit
+		start  time.Time
+		wait   time.Duration // the most a hold may wait
+		bounds func(t int64) (int64, int64)
+	}{
+		{"day", PerDay(1000, day0.Location()), day0.Add(20 * time.Hour), 4 * time.Hour, func(t int64) (int64, int64) {
+			d := time.UnixMicro(t).In(day0.Location())
+			y, mo, dd := d.Date()
+			return time.Date(y, mo, dd, 0, 0, 0, 0, d.Location()).UnixMicro(), time.Date(y, mo, dd+1, 0, 0, 0, 0, d.Location()).UnixMicro()
+		}},
+		{"fixed", PerFixedWindow(1000, time.Hour, ends), ends.Add(-50 * time.Minute), 10 * time.Minute, func(t int64) (int64, int64) {
+			w := time.Hour.Microseconds()
+			k := (t - ends.UnixMicro()) / w
+			if t < ends.UnixMicro()+k*w {
+				k--
+			}
+			s := ends.UnixMicro() + k*w
+			return s, s + w
+		}},
+	} {
+		for _, burst := range []float64{0, 0.1, 0.5} {
+			t.Run(fmt.Sprintf("%s/burst=%v", kind.name, burst), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(burst*10)+1, 41))
+				clock := testclock.New(kind.start)
+				l := b.limiter(t, WithClock(clock.Now))
+				s := scope(t, kind.name)
+				pace := &Pace{Burst: burst}
+				m := &paceModel{units: 1000, burst: pace.burstUnits(1000), bounds: kind.bounds}
+				var held []*Reservation
+				var which []int
+				var refused, later int
+				for i := range 400 {
+					clock.Add(time.Duration(rng.Int64N(int64(40 * time.Second))))
+					now := clock.Now().UnixMicro()
+					units := 1 + rng.Int64N(40)
+					c := Charge{Bucket: "b", Units: units, Limits: []Limit{kind.limit}, Pace: pace}
+					want := m.at(now, units)
+					switch op := rng.IntN(10); {
+					case op < 6:
+						r, err := l.Allow(ctx, s, c)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got := r.Time().UnixMicro(); r.OK() != (want == now) || (!r.OK() && got != want) {
+							t.Fatalf("call %d: %d units at %d: OK %v at %d, want at %d", i, units, now, r.OK(), got, want)
+						}
+						if !r.OK() {
+							refused++
+						}
+						if r.OK() {
+							m.calls = append(m.calls, modelCall{at: now, units: units})
+							held, which = append(held, r), append(which, len(m.calls)-1)
+						}
+					case op < 8:
+						r, err := l.Reserve(ctx, s, kind.wait, c)
+						if err != nil {
+							t.Fatal(err)
+						}
+						ok := want >= 0 && want-now <= kind.wait.Microseconds()
+						if got := r.Time().UnixMicro(); r.OK() != ok || (want >= 0 && got != want) {
+							t.Fatalf("hold %d: %d units at %d: OK %v at %d, want at %d (OK %v)", i, units, now, r.OK(), got, want, ok)
+						}
+						if r.OK() && want > now {
+							later++
+						}
+						if r.OK() {
+							m.calls = append(m.calls, modelCall{at: want, units: units})
+							held, which = append(held, r), append(which, len(m.calls)-1)
+							clock.Set(r.Time()) // the next call comes after the hold
+						}
+					default:
+						if len(held) == 0 {
+							continue
+						}
+						k := rng.IntN(len(held))
+						if err := held[k].Cancel(ctx); err != nil {
+							t.Fatal(err)
+						}
+						m.calls[which[k]].gone = true
+						held, which = append(held[:k], held[k+1:]...), append(which[:k], which[k+1:]...)
+					}
+					m.check(t)
+				}
+				if refused < 20 || later < 10 {
+					t.Errorf("%d refusals and %d holds dated later: the pace line was not reached often enough to test it", refused, later)
+				}
+			})
+		}
+	}
+}
