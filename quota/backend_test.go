@@ -119,6 +119,8 @@ var suite = []struct {
 	{"AnnounceTolerance", testAnnounceTolerance},
 	{"FixedWindow", testFixedWindow},
 	{"PaceModel", testPaceModel},
+	{"SharesModel", testSharesModel},
+	{"PlainRunsLean", testPlainRunsLean},
 }
 
 func runSuite(t *testing.T, b *backend) {
