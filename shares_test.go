@@ -3,6 +3,8 @@ package tollgate_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +107,64 @@ func inProcessClient(t *testing.T) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestPaceGreedyTenant: a single greedy tenant on a paced fixed window
+// (1,000 units an hour, Burst 0.1) asks again as soon as each refusal's
+// RetryAfter says: the upstream never sees it ahead of the pace line, and
+// by the window's end it has spent at least 95% of it.
+func TestPaceGreedyTenant(t *testing.T) {
+	start := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+	clock := testclock.New(start)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	up := newUpstream(t)
+	up.setRespond(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		arrivals = append(arrivals, clock.Now())
+	})
+	lim := limiterOn(t, inProcessClient(t), quota.WithClock(clock.Now))
+	const units, burst = 1000, 0.1
+	cfg := tollgate.Config{
+		Limiter: lim, Costs: table(t), Transit: -1,
+		Buckets: map[string]tollgate.Bucket{
+			"pool":   {Limits: []quota.Limit{quota.PerFixedWindow(units, time.Hour, start.Add(time.Hour))}, Pace: &tollgate.Pace{Burst: burst}},
+			"search": {Limits: []quota.Limit{quota.PerDay(10, time.UTC)}},
+		},
+		Policy: func(costs.Endpoint) tollgate.Policy { return tollgate.Policy{OnRefusal: tollgate.Refuse} },
+	}
+	tr := newTransport(t, cfg)
+	tollgate.SetClock(tr, clock.Now)
+	for clock.Now().Before(start.Add(time.Hour)) {
+		_, err := get(t, tr, up.URL+"/v1/items")
+		var qe *tollgate.QuotaError
+		switch {
+		case err == nil:
+		case errors.As(err, &qe) && qe.RetryAfter > 0:
+			clock.Add(qe.RetryAfter)
+		default:
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, at := range arrivals {
+		if at.Before(start.Add(time.Hour)) {
+			line := burst*units + (1-burst)*units*float64(at.Sub(start))/float64(time.Hour)
+			if float64(i+1) > line {
+				t.Fatalf("request %d reached the upstream at %v, ahead of the pace line %.3f", i+1, at.Sub(start), line)
+			}
+		}
+	}
+	n := 0
+	for _, at := range arrivals {
+		if at.Before(start.Add(time.Hour)) {
+			n++
+		}
+	}
+	if n < 950 {
+		t.Errorf("the greedy tenant spent %d of the window's %d, want at least 95%%", n, units)
+	}
+	t.Logf("spent %d of %d in the window", n, units)
 }

@@ -121,6 +121,7 @@ var suite = []struct {
 	{"PaceModel", testPaceModel},
 	{"SharesModel", testSharesModel},
 	{"PlainRunsLean", testPlainRunsLean},
+	{"SharesLend", testSharesLend},
 }
 
 func runSuite(t *testing.T, b *backend) {

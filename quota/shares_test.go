@@ -336,3 +336,47 @@ func testPlainRunsLean(t *testing.T, b *backend) {
 		t.Fatalf("the tenants key's TTL: %v, %v", ttl, err)
 	}
 }
+
+// testSharesLend: with three of eight listed tenants active, what the idle
+// five lend goes to the three: together they spend at least 90% of the
+// day, and Lendable 0 keeps the idle five's shares for them.
+func testSharesLend(t *testing.T, b *backend) {
+	ctx := context.Background()
+	weights := map[string]float64{}
+	for i := range 8 {
+		weights[fmt.Sprintf("t%d", i)] = 1
+	}
+	for _, c := range []struct {
+		lendable float64
+		min, max int64 // what the three spend together
+	}{
+		{1, 1000, 1000},
+		{0.9, 900, 1000},
+		{0.5, 600, 700},
+		{0, 375, 375},
+	} {
+		t.Run(fmt.Sprintf("lendable=%v", c.lendable), func(t *testing.T) {
+			clock := testclock.New(time.Date(2026, 9, 1, 6, 0, 0, 0, time.UTC))
+			l := b.limiter(t, WithClock(clock.Now))
+			s := scope(t, "s")
+			shares := &Shares{Weights: weights, Lendable: c.lendable, Idle: time.Minute}
+			var spent int64
+			for range 500 {
+				clock.Add(time.Second)
+				for i := range 3 {
+					ch := Charge{Bucket: "b", Units: 1, Limits: []Limit{PerDay(1000, time.UTC)}, Shares: shares, Tenant: fmt.Sprintf("t%d", i)}
+					r, err := l.Allow(ctx, s, ch)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.OK() {
+						spent++
+					}
+				}
+			}
+			if spent < c.min || spent > c.max {
+				t.Errorf("the three active spent %d of 1000, want %d to %d", spent, c.min, c.max)
+			}
+		})
+	}
+}
