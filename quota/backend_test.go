@@ -122,6 +122,7 @@ var suite = []struct {
 	{"SharesModel", testSharesModel},
 	{"PlainRunsLean", testPlainRunsLean},
 	{"SharesLend", testSharesLend},
+	{"MuldivExact", testMuldivExact},
 }
 
 func runSuite(t *testing.T, b *backend) {

@@ -2,8 +2,8 @@
 -- beyond decide.lua: the pace line, the tenants' spending, and the
 -- earliest instant both allow (Charge.Pace, Charge.Shares).
 --
--- Provides: muldiv(), counted_in(), tenants_read(), tenants_write(),
--- fair_fit().
+-- Provides: muldiv(), counted_in(), tenants_parse(), tenants_format(),
+-- tenants_read(), tenants_write(), tenant_add(), fair_fit().
 -- Needs: log.lua.
 --
 -- Both apply to calendar days and fixed windows whose end is known (a
@@ -16,10 +16,12 @@
 -- window's units up to t, itself included, no more than A(t). The line is
 -- cumulative: what was not spent early may be spent later.
 --
--- Shares: the tenants of a limit and what each spent are kept in a hash
--- beside its meta (its key ends ":tenants"): field the tenant, value
--- "<seen>" then ";<start>:<units>" per window (its start in µs) the
--- tenant has entries in, seen being the instant of its latest request.
+-- Shares: the tenants of a limit and what each spent are kept in a key
+-- beside its meta (its name ends ":tenants"; see tenants_parse()): per
+-- tenant, the instant of its latest request (seen) and its units per
+-- window (by its start in µs) it has entries in. A tenant idle with
+-- nothing in a window that has not ended is dropped, so the key holds
+-- the tenants of the window's latest Idle.
 -- A tenant is active when seen lies within Idle of now (the one deciding
 -- always is). W is the sum of the weights of the tenants listed and of
 -- those not listed (weighing 1) that are active; tenant j's share at t is
@@ -83,41 +85,70 @@ local function allowance(L, s, e, t)
   return B + q
 end
 
--- Read the tenants of L (L.tkey): L.tenants[name] = {seen, spent =
--- {[start] = units}}.
-local function tenants_read(L)
-  L.tenants = {}
-  local all = redis.call('HGETALL', L.tkey)
-  for k = 1, #all, 2 do
-    local v = all[k + 1]
-    local seen, rest = string.match(v, '^(%d+)(.*)$')
-    if not seen then format_error(L.tkey, 'a tenant') end
+-- The tenants a tenants key holds (v: its value, or false):
+-- {[name] = {seen, spent = {[start] = units}}}. The value is "T1", then
+-- per tenant "\n<length of name>:<name><seen>" and ";<start>:<units>"
+-- per window it spent in; names are any bytes.
+local function tenants_parse(key, v)
+  local out = {}
+  if not v then return out end
+  if string.sub(v, 1, 2) ~= 'T1' then format_error(key, 'tenants') end
+  local pos = 3
+  while pos <= #v do
+    local len, at = string.match(v, '^\n(%d+):()', pos)
+    if not len then format_error(key, 'tenants') end
+    local name = string.sub(v, at, at + tonumber(len) - 1)
+    if #name ~= tonumber(len) then format_error(key, 'tenants') end
+    local seen, rest, nxt = string.match(v, '^(%d+)([;:%d]*)()', at + #name)
+    if not seen or string.gsub(rest, ';%d+:%d+', '') ~= '' then format_error(key, 'tenants') end
     local x = {seen = tonumber(seen), spent = {}}
-    if string.gsub(rest, ';%d+:%d+', '') ~= '' then format_error(L.tkey, 'a tenant') end
-    for s, u in string.gmatch(rest, ';(%d+):(%d+)') do x.spent[tonumber(s)] = tonumber(u) end
-    L.tenants[all[k]] = x
+    for st, u in string.gmatch(rest, ';(%d+):(%d+)') do x.spent[tonumber(st)] = tonumber(u) end
+    out[name] = x
+    pos = nxt
   end
+  return out
 end
 
--- Write tenant name of L back, keeping only the windows that have not
--- ended by now, and give the hash an expiry past them and past Idle.
-local function tenants_write(L, name, now)
-  local x = L.tenants[name]
-  local s0 = day(L, now) or now
-  local parts, last = {string.format('%d', x.seen)}, now
-  local starts = {}
-  for s in pairs(x.spent) do starts[#starts + 1] = s end
-  table.sort(starts)
-  for _, s in ipairs(starts) do
-    if s >= s0 and x.spent[s] > 0 then
-      parts[#parts + 1] = string.format(';%d:%d', s, x.spent[s])
-      local _, e = day(L, s)
+-- The value of a tenants key holding tenants, but for the windows that
+-- ended before s0 and the tenants left with none that were not seen
+-- after quiet; and the end of the latest window kept (or 0).
+local function tenants_format(L, tenants, s0, quiet)
+  local names = {}
+  for name in pairs(tenants) do names[#names + 1] = name end
+  table.sort(names)
+  local parts, last = {'T1'}, 0
+  for _, name in ipairs(names) do
+    local x = tenants[name]
+    local starts, kept = {}, {}
+    for st, u in pairs(x.spent) do
+      if st >= s0 and u > 0 then starts[#starts + 1] = st end
+    end
+    table.sort(starts)
+    for _, st in ipairs(starts) do
+      kept[#kept + 1] = string.format(';%d:%d', st, x.spent[st])
+      local _, e = day(L, st)
       if e and e > last then last = e end
     end
+    if #kept > 0 or x.seen > quiet then
+      parts[#parts + 1] = string.format('\n%d:', #name) .. name .. string.format('%d', x.seen) .. table.concat(kept)
+    end
   end
-  redis.call('HSET', L.tkey, name, table.concat(parts))
-  local ms = math.floor((math.max(last, x.seen + L.shares.idle) - now) / 1000) + 1000
-  if redis.call('PTTL', L.tkey) < ms then redis.call('PEXPIRE', L.tkey, ms) end
+  return table.concat(parts), last
+end
+
+-- Read the tenants of L (L.tkey) into L.tenants.
+local function tenants_read(L)
+  L.tenants = tenants_parse(L.tkey, redis.call('GET', L.tkey))
+end
+
+-- Write the tenants of L back, without the windows that have ended by
+-- now and the tenants idle with nothing left in a window, with an expiry
+-- past the windows kept and past Idle.
+local function tenants_write(L, now)
+  local s0 = day(L, now) or now
+  local v, last = tenants_format(L, L.tenants, s0, now - L.shares.idle)
+  local ms = math.floor((math.max(last, now + L.shares.idle) - now) / 1000) + 1000
+  redis.call('SET', L.tkey, v, 'PX', string.format('%d', ms))
 end
 
 -- Whether tenant i's call of need units fits L's window [s, e) at t, with
@@ -192,20 +223,13 @@ end
 
 -- Add delta units (negative to give back) to what tenant name spent in
 -- the window of L starting at s, no lower than 0: a cancellation or a
--- settlement, charged to the tenant that spent. The hash keeps its TTL.
+-- settlement, charged to the tenant that spent. The key keeps its TTL.
 local function tenant_add(L, name, s, delta)
-  local v = redis.call('HGET', L.tkey, name)
-  if not v then return end
-  local seen, rest = string.match(v, '^(%d+)(.*)$')
-  if not seen or string.gsub(rest, ';%d+:%d+', '') ~= '' then format_error(L.tkey, 'a tenant') end
-  local parts, found = {seen}, false
-  for st, u in string.gmatch(rest, ';(%d+):(%d+)') do
-    u = tonumber(u)
-    if tonumber(st) == s then
-      u, found = math.max(u + delta, 0), true
-    end
-    if u > 0 then parts[#parts + 1] = ';' .. st .. ':' .. string.format('%d', u) end
-  end
-  if not found and delta > 0 then parts[#parts + 1] = string.format(';%d:%d', s, delta) end
-  redis.call('HSET', L.tkey, name, table.concat(parts))
+  local v = redis.call('GET', L.tkey)
+  local tenants = tenants_parse(L.tkey, v)
+  local x = tenants[name]
+  if not x then return end
+  x.spent[s] = math.max((x.spent[s] or 0) + delta, 0)
+  local out = tenants_format(L, tenants, 0, -1)
+  redis.call('SET', L.tkey, out, 'KEEPTTL')
 end

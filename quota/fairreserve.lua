@@ -95,7 +95,7 @@ end
 if beyond or at - now > maxwait then
   keep(limits, now)
   for _, i in ipairs(fair) do
-    if limits[i].shares then tenants_write(limits[i], tenant, now) end
+    if limits[i].shares then tenants_write(limits[i], now) end
   end
   return {0, now, at, remaining, by, unpack(rooms(limits))}
 end
@@ -106,7 +106,7 @@ for _, i in ipairs(fair) do
     local s = day(L, at)
     local me = L.tenants[tenant]
     me.spent[s] = (me.spent[s] or 0) + L.need
-    tenants_write(L, tenant, now)
+    tenants_write(L, now)
   end
 end
 return {1, now, at, remaining, by, unpack(rooms(limits))}

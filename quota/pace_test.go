@@ -193,3 +193,33 @@ func testPaceModel(t *testing.T, b *backend) {
 		}
 	}
 }
+
+// testMuldivExact: fair.lua's muldiv, on which the pace line rests, is
+// exact where a·b lies far beyond the 2^53 that doubles hold: a limit of
+// up to MaxUnits over windows of up to days in µs.
+func testMuldivExact(t *testing.T, b *backend) {
+	ctx := context.Background()
+	script := newScript(binaryPart + logParts + fairPart +
+		"local q, r = muldiv(tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))\n" +
+		"return {string.format('%d', q), string.format('%d', r)}")
+	rng := rand.New(rand.NewPCG(5, 3))
+	day := (25 * time.Hour).Microseconds()
+	for i := range 300 {
+		c := 1 + rng.Int64N(MaxUnits)
+		a := rng.Int64N(c + 1)
+		bb := rng.Int64N(day)
+		if i%3 == 0 { // a pace line: P·d / len
+			c = 1 + rng.Int64N(day)
+			a = rng.Int64N(MaxUnits)
+			bb = rng.Int64N(c)
+		}
+		got, err := script.Run(ctx, b.client, []string{"k"}, a, bb, c).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, r := new(big.Int).QuoRem(new(big.Int).Mul(big.NewInt(a), big.NewInt(bb)), big.NewInt(c), new(big.Int))
+		if got[0] != q.String() || got[1] != r.String() {
+			t.Fatalf("muldiv(%d, %d, %d) = %v, want %v %v", a, bb, c, got, q, r)
+		}
+	}
+}
