@@ -100,9 +100,17 @@ local function tenants_parse(key, v)
     local name = string.sub(v, at, at + tonumber(len) - 1)
     if #name ~= tonumber(len) then format_error(key, 'tenants') end
     local seen, rest, nxt = string.match(v, '^(%d+)([;:%d]*)()', at + #name)
-    if not seen or string.gsub(rest, ';%d+:%d+', '') ~= '' then format_error(key, 'tenants') end
-    local x = {seen = tonumber(seen), spent = {}}
-    for st, u in string.gmatch(rest, ';(%d+):(%d+)') do x.spent[tonumber(st)] = tonumber(u) end
+    if not seen then format_error(key, 'tenants') end
+    -- x.raw: the tenant as written, kept as it is unless it changes.
+    local x, read = {seen = tonumber(seen), spent = {}, raw = string.sub(v, pos, nxt - 1)}, 0
+    for st, u in string.gmatch(rest, ';(%d+):(%d+)') do
+      read = read + #st + #u + 2
+      st = tonumber(st)
+      x.spent[st] = tonumber(u)
+      if not x.first or st < x.first then x.first = st end
+      if not x.top or st > x.top then x.top = st end
+    end
+    if read ~= #rest then format_error(key, 'tenants') end
     out[name] = x
     pos = nxt
   end
@@ -113,24 +121,30 @@ end
 -- ended before s0 and the tenants left with none that were not seen
 -- after quiet; and the end of the latest window kept (or 0).
 local function tenants_format(L, tenants, s0, quiet)
-  local names = {}
-  for name in pairs(tenants) do names[#names + 1] = name end
-  table.sort(names)
   local parts, last = {'T1'}, 0
-  for _, name in ipairs(names) do
-    local x = tenants[name]
-    local starts, kept = {}, {}
-    for st, u in pairs(x.spent) do
-      if st >= s0 and u > 0 then starts[#starts + 1] = st end
-    end
-    table.sort(starts)
-    for _, st in ipairs(starts) do
-      kept[#kept + 1] = string.format(';%d:%d', st, x.spent[st])
-      local _, e = day(L, st)
-      if e and e > last then last = e end
-    end
-    if #kept > 0 or x.seen > quiet then
-      parts[#parts + 1] = string.format('\n%d:', #name) .. name .. string.format('%d', x.seen) .. table.concat(kept)
+  for name, x in pairs(tenants) do
+    if x.raw and not x.dirty and (not x.first or x.first >= s0) and (x.first or x.seen > quiet) then
+      -- Unchanged, and nothing of it to drop: as it was read.
+      parts[#parts + 1] = x.raw
+      if x.top then
+        local _, e = day(L, x.top)
+        if e and e > last then last = e end
+      end
+    else
+      x.dirty = nil
+      local starts, kept = {}, {}
+      for st, u in pairs(x.spent) do
+        if st >= s0 and u > 0 then starts[#starts + 1] = st end
+      end
+      table.sort(starts)
+      for _, st in ipairs(starts) do
+        kept[#kept + 1] = string.format(';%d:%d', st, x.spent[st])
+        local _, e = day(L, st)
+        if e and e > last then last = e end
+      end
+      if #kept > 0 or x.seen > quiet then
+        parts[#parts + 1] = string.format('\n%d:', #name) .. name .. string.format('%d', x.seen) .. table.concat(kept)
+      end
     end
   end
   return table.concat(parts), last
@@ -151,39 +165,60 @@ local function tenants_write(L, now)
   redis.call('SET', L.tkey, v, 'PX', string.format('%d', ms))
 end
 
--- Whether tenant i's call of need units fits L's window [s, e) at t, with
--- counted units in it.
+-- The others of tenant in L's window starting at s, as fair_ok() reads
+-- them: parallel arrays of their weights, what they spent and the part
+-- of their unspent share they keep (1 active, 1 - Lendable idle); with
+-- W, the tenant's weight and what it spent. Worked out once per window a
+-- decision looks at (L.others[s]).
+local function others(L, s, tenant, now)
+  L.others = L.others or {}
+  local o = L.others[s]
+  if o then return o end
+  local sh = L.shares
+  local quiet = now - sh.idle
+  o = {w = {}, spent = {}, keep = {}, W = sh.listed}
+  local k = 0
+  for name, w in pairs(sh.w) do
+    if name ~= tenant then
+      local x = L.tenants[name]
+      k = k + 1
+      o.w[k], o.spent[k] = w, x and x.spent[s] or 0
+      o.keep[k] = (x and x.seen > quiet) and 1 or (1 - sh.lend)
+    end
+  end
+  for name, x in pairs(L.tenants) do
+    if name ~= tenant and not sh.w[name] and x.seen > quiet then
+      k = k + 1
+      o.w[k], o.spent[k], o.keep[k] = 1, x.spent[s] or 0, 1
+      o.W = o.W + 1
+    end
+  end
+  o.mine = sh.w[tenant] or 1
+  if not sh.w[tenant] then o.W = o.W + 1 end
+  local me = L.tenants[tenant]
+  o.spentMine = me and me.spent[s] or 0
+  L.others[s] = o
+  return o
+end
+
+-- Whether tenant's call of need units fits L's window [s, e) at t, with
+-- counted units in it. Sums of shares are doubles, each within an ulp of
+-- its true value: the share rule tolerates A/2^40 (a billionth of a unit
+-- on a limit of 10,000), while the limit itself and the pace line are
+-- exact integers.
 local function fair_ok(L, s, e, t, counted, need, tenant, now)
   local A = allowance(L, s, e, t)
   if counted + need > A then return false end
-  local sh = L.shares
-  if not sh then return true end
-  local W, active = sh.listed, {}
-  for name, x in pairs(L.tenants) do
-    active[name] = name == tenant or x.seen > now - sh.idle
-    if not sh.w[name] and active[name] then W = W + 1 end
+  if not L.shares then return true end
+  local o = others(L, s, tenant, now)
+  local per, kept = A / o.W, 0
+  for k = 1, #o.w do
+    local u = per * o.w[k] - o.spent[k]
+    if u > 0 then kept = kept + o.keep[k] * u end
   end
-  if not sh.w[tenant] and not L.tenants[tenant] then
-    W = W + 1
-    active[tenant] = true
-  end
-  local kept, mine = 0, 0
-  local function unspent(name, w)
-    local x = L.tenants[name]
-    local spent = x and x.spent[s] or 0
-    return math.max(A * w / W - spent, 0)
-  end
-  for name, w in pairs(sh.w) do
-    if name ~= tenant then
-      local u = unspent(name, w)
-      if active[name] then kept = kept + u else kept = kept + (1 - sh.lend) * u end
-    end
-  end
-  for name in pairs(L.tenants) do
-    if name ~= tenant and not sh.w[name] and active[name] then kept = kept + unspent(name, 1) end
-  end
-  mine = unspent(tenant, sh.w[tenant] or 1)
-  return counted + kept + math.max(need, mine) <= A
+  local mine = per * o.mine - o.spentMine
+  if mine < need then mine = need end
+  return counted + kept + mine <= A + A / 1099511627776
 end
 
 -- The earliest instant from t at which L's pace and shares let tenant's
@@ -196,8 +231,8 @@ local function fair_fit(L, t, tenant, now)
     if not s then return nil end
     local counted = counted_in(L, s)
     local need = L.need
+    if fair_ok(L, s, e, t, counted, need, tenant, now) then return t end
     if fair_ok(L, s, e, e - 1, counted, need, tenant, now) then
-      if fair_ok(L, s, e, t, counted, need, tenant, now) then return t end
       -- The first instant it fits: fair_ok is monotonic in t (the
       -- allowance grows at least as fast as what the others keep).
       local lo, hi = t, e - 1
@@ -229,7 +264,7 @@ local function tenant_add(L, name, s, delta)
   local tenants = tenants_parse(L.tkey, v)
   local x = tenants[name]
   if not x then return end
-  x.spent[s] = math.max((x.spent[s] or 0) + delta, 0)
+  x.spent[s], x.dirty = math.max((x.spent[s] or 0) + delta, 0), true
   local out = tenants_format(L, tenants, 0, -1)
   redis.call('SET', L.tkey, out, 'KEEPTTL')
 end

@@ -88,7 +88,7 @@ for _, i in ipairs(fair) do
   local L = limits[i]
   if L.shares then
     local me = L.tenants[tenant] or {seen = now, spent = {}}
-    me.seen = math.max(me.seen, now)
+    me.seen, me.dirty = math.max(me.seen, now), true
     L.tenants[tenant] = me
   end
 end
