@@ -38,6 +38,7 @@ import (
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/ytsim"
 	"github.com/tollgate/tollgate/providers/youtube"
+	"github.com/tollgate/tollgate/quota"
 )
 
 func main() {
@@ -112,6 +113,15 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		// every bucket.
 		opts.ReservePercent = 100 * float64(c.reserve) / float64(c.quota)
 	}
+	if c.fair() {
+		opts.Buckets = map[string]tollgate.Bucket{youtube.Pool: c.fairPool(time.Now())}
+		if c.window > 0 {
+			// The simulated API's windows start on multiples of -window:
+			// the fixed windows follow them exactly, with no Transit to
+			// lengthen them.
+			opts.Tollgate.Transit = -1
+		}
+	}
 	tr, err := youtube.NewTransport(keys, rdb, opts)
 	if err != nil {
 		return err
@@ -132,6 +142,9 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	for _, region := range c.regions {
 		regions.Go(func() error {
 			rctx := withRegion(runCtx, region)
+			if c.shares != nil {
+				rctx = tollgate.WithCaller(rctx, region) // the region is the tenant
+			}
 			for n := 1; ; n++ {
 				res, err := a.pass(rctx, region)
 				rep.passDone(rctx, region, n, res, err)
@@ -183,6 +196,9 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		spent = append(spent, fmt.Sprintf("%d %s units", units[b], b))
 	}
 	fmt.Fprintf(out, "; spent %s in all\n", strings.Join(spent, " and "))
+	if c.shares != nil {
+		fmt.Fprintln(out, rep.shares(c, limits[youtube.Pool]))
+	}
 	if sim != nil {
 		upstream = simulatedQuotaErrors(sim)
 		fmt.Fprintf(out, "most units the upstream received in one of its %s windows: %s\n",
@@ -193,6 +209,34 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		return fmt.Errorf("%d passes failed", failed)
 	}
 	return nil
+}
+
+// fair reports whether the pool has shares or a pace.
+func (c *config) fair() bool { return c.shares != nil || c.pace >= 0 }
+
+// fairPool is the pool bucket with -shares and -pace: on the Pacific day,
+// or on fixed windows of -window that start on its multiples since the
+// Unix epoch (as the simulated API's do), the one holding now first.
+func (c *config) fairPool(now time.Time) tollgate.Bucket {
+	pacific, err := time.LoadLocation("America/Los_Angeles") // quota embeds the zones
+	if err != nil {
+		pacific = time.UTC
+	}
+	lim := quota.PerDay(c.quota, pacific)
+	if c.window > 0 {
+		lim = quota.PerFixedWindow(c.quota, c.window, now.Truncate(c.window).Add(c.window))
+	}
+	b := tollgate.Bucket{Limits: []quota.Limit{lim}}
+	if c.reserve > 0 {
+		b.ReservePercent = 100 * float64(c.reserve) / float64(c.quota)
+	}
+	if c.shares != nil {
+		b.Shares = &tollgate.Shares{Weights: c.shares}
+	}
+	if c.pace >= 0 {
+		b.Pace = &tollgate.Pace{Burst: c.pace}
+	}
+	return b
 }
 
 // waitLimit is how long a call may wait for its turn: -max-wait, else
