@@ -109,6 +109,18 @@ func isFair(charges []Charge) bool {
 	return false
 }
 
+// checkTenants reports charges with shares that name different tenants:
+// a decision is one tenant's.
+func checkTenants(charges []Charge) error {
+	tenant := tenantOf(charges)
+	for _, c := range charges {
+		if c.Shares != nil && c.Tenant != tenant {
+			return invalid("charges", fmt.Sprintf("tenants %q and %q in one decision", tenant, c.Tenant))
+		}
+	}
+	return nil
+}
+
 // tenantOf returns the tenant of charges with shares.
 func tenantOf(charges []Charge) string {
 	for _, c := range charges {
@@ -126,6 +138,9 @@ func tenantsKey(meta string) string {
 
 // fairReserve decides charges with a pace or shares (fairreserve.lua).
 func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+	if err := checkTenants(charges); err != nil {
+		return nil, err
+	}
 	keys, args, seq, err := l.decision(scope, maxWait, charges, false)
 	if err != nil {
 		return nil, err
@@ -193,14 +208,14 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 // charge the change to the tenant: deltas gives each charge's change in
 // units (0: none).
 func (r *Reservation) fairUndo(script *redis.Script, keys []string, args []any, now *time.Time, deltas func(i int) int64) (*redis.Script, []string, []any) {
-	var fairScript *redis.Script
+	var undo *redis.Script
 	switch script {
 	case cancelScript:
-		fairScript = fairCancelScript
+		undo = fairCancelScript
 	case settleScript:
-		fairScript = fairSettleScript
+		undo = fairSettleScript
 	}
-	if fairScript == nil || !hasShares(r.charges) {
+	if undo == nil || !hasShares(r.charges) {
 		return script, keys, args
 	}
 	k := 0
@@ -219,7 +234,7 @@ func (r *Reservation) fairUndo(script *redis.Script, keys []string, args []any, 
 	if k == 0 {
 		return script, keys, args
 	}
-	return fairScript, keys, append(args, tenantOf(r.charges), k)
+	return undo, keys, append(args, tenantOf(r.charges), k)
 }
 
 // hasShares reports whether a charge has shares.

@@ -2,7 +2,9 @@ package quota
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"slices"
@@ -378,5 +380,31 @@ func testSharesLend(t *testing.T, b *backend) {
 				t.Errorf("the three active spent %d of 1000, want %d to %d", spent, c.min, c.max)
 			}
 		})
+	}
+}
+
+// TestFairChargesInvalid: a pace or shares that cannot be used is refused
+// with ErrInvalid before Redis is asked.
+func TestFairChargesInvalid(t *testing.T) {
+	l := mustNew(t, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
+	day := []Limit{PerDay(100, time.UTC)}
+	shares := &Shares{}
+	for _, c := range []struct {
+		name    string
+		charges []Charge
+	}{
+		{"burst over 1", []Charge{{Bucket: "b", Units: 1, Limits: day, Pace: &Pace{Burst: 1.5}}}},
+		{"burst NaN", []Charge{{Bucket: "b", Units: 1, Limits: day, Pace: &Pace{Burst: math.NaN()}}}},
+		{"lendable below 0", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Lendable: -0.1}, Tenant: "a"}}},
+		{"idle below 0", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Idle: -time.Second}, Tenant: "a"}}},
+		{"weight 0", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Weights: map[string]float64{"a": 0}}, Tenant: "a"}}},
+		{"weight infinite", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Weights: map[string]float64{"a": math.Inf(1)}}, Tenant: "a"}}},
+		{"no tenant", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: shares}}},
+		{"two tenants", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: shares, Tenant: "a"}, {Bucket: "c", Units: 1, Limits: day, Shares: shares, Tenant: "b"}}},
+	} {
+		_, err := l.Allow(context.Background(), "s", c.charges...)
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", c.name, err)
+		}
 	}
 }
