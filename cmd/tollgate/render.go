@@ -67,6 +67,7 @@ func writeBucket(b *strings.Builder, bk bucketReport, now time.Time) {
 		fmt.Fprintf(tw, "    %s\t[%s]\t%d / %d\t%s\t%s\n", w.Window, bar(w.Used, w.Limit), w.Used, w.Limit, leftText(w), freeText(w, now))
 	}
 	tw.Flush()
+	writeTenants(b, bk)
 	writeForecasts(b, bk)
 	for _, name := range bk.Undescribed {
 		fmt.Fprintf(b, "    window %s: limit unknown (no process described this bucket within the hour)\n", name)
@@ -164,4 +165,26 @@ func count(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// writeTenants writes, under a bucket with shares, what each tenant spent
+// in each window.
+func writeTenants(b *strings.Builder, bk bucketReport) {
+	for _, w := range bk.Windows {
+		if len(w.Tenants) == 0 {
+			continue
+		}
+		parts := make([]string, len(w.Tenants))
+		for i, t := range w.Tenants {
+			name := t.Name
+			if name == "" || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f || r == ' ' || r == ',' }) {
+				name = strconv.QuoteToGraphic(name)
+			}
+			parts[i] = fmt.Sprintf("%s %d", name, t.Units)
+			if t.Held > 0 {
+				parts[i] += fmt.Sprintf(" (+%d held later)", t.Held)
+			}
+		}
+		fmt.Fprintf(b, "    tenants of %s: %s\n", w.Window, strings.Join(parts, ", "))
+	}
 }

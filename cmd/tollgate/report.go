@@ -67,6 +67,14 @@ type bucketReport struct {
 	Spending *spendingReport `json:"spending,omitempty"`
 }
 
+// tenantReport is one tenant of a window with shares (ops.Tenant).
+type tenantReport struct {
+	Name  string    `json:"name"`
+	Units int64     `json:"units"`
+	Held  int64     `json:"held_later,omitempty"`
+	Seen  time.Time `json:"seen"`
+}
+
 type windowReport struct {
 	// Window names the window as configured (without the Transit the
 	// Transport lengthened it by), e.g. "day America/Los_Angeles",
@@ -91,9 +99,12 @@ type windowReport struct {
 	Period string `json:"period,omitempty"`
 	// Forecast is what becomes of the window at the rate it is spent now.
 	Forecast *forecastReport `json:"forecast,omitempty"`
-	zone     *time.Location
-	limit    quota.Limit // as enforced: the page's chart spans its window
-	slices   []ops.Slice // what the window counts, for the page's chart
+	// Tenants are what each tenant of a window with shares spent in it
+	// (Bucket.Shares), by name; absent without shares.
+	Tenants []tenantReport `json:"tenants,omitempty"`
+	zone    *time.Location
+	limit   quota.Limit // as enforced: the page's chart spans its window
+	slices  []ops.Slice // what the window counts, for the page's chart
 }
 
 // gather reads the report: one scope, or every scope when scope is "".
@@ -193,6 +204,13 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 				NextFree: optional(u.NextFree), Reset: optional(u.Reset), limit: l, slices: series.Slices}
 			if i < len(quotas) {
 				w.Quota = quotas[i]
+			}
+			ts, err := ops.New(lim).Tenants(ctx, s.Scope, b.Bucket, l, now)
+			if err != nil {
+				return sr, err
+			}
+			for _, t := range ts {
+				w.Tenants = append(w.Tenants, tenantReport(t))
 			}
 			if l.Calendar {
 				w.zone = l.Location
