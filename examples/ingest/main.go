@@ -14,6 +14,13 @@
 //	go run ./examples/ingest
 //	go run ./examples/ingest -policy error
 //	go run ./examples/ingest -keys "$YOUTUBE_API_KEYS" -redis redis://localhost:6379
+//
+// -shares gives each region its share of the pool (equal, or weights such
+// as US=2), and -pace 0.1 paces the pool's window over its length; the
+// summary then says what each region spent against its share
+// (docs/shares.md):
+//
+//	go run ./examples/ingest -shares equal -pace 0.1 -duration 30s
 package main
 
 import (
