@@ -167,10 +167,14 @@ func count(n int, what string) string {
 	return strconv.Itoa(n) + " " + what + "s"
 }
 
-// writeTenants writes, under a bucket with shares, what each tenant spent
-// in each window.
+// writeTenants writes, under a bucket with a pace or shares, its pace
+// line by now and what each tenant spent in each window against its
+// share.
 func writeTenants(b *strings.Builder, bk bucketReport) {
 	for _, w := range bk.Windows {
+		if w.PaceLine != nil {
+			fmt.Fprintf(b, "    pace of %s: %d of %d may be spent by now\n", w.Window, *w.PaceLine, w.Limit)
+		}
 		if len(w.Tenants) == 0 {
 			continue
 		}
@@ -181,6 +185,9 @@ func writeTenants(b *strings.Builder, bk bucketReport) {
 				name = strconv.QuoteToGraphic(name)
 			}
 			parts[i] = fmt.Sprintf("%s %d", name, t.Units)
+			if t.Share > 0 {
+				parts[i] += fmt.Sprintf(" of %.0f", t.Share)
+			}
 			if t.Held > 0 {
 				parts[i] += fmt.Sprintf(" (+%d held later)", t.Held)
 			}

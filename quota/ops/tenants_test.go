@@ -51,4 +51,14 @@ func TestTenants(t *testing.T) {
 	if got, err := ops.New(l).Tenants(ctx, "s", "b", quota.PerWindow(10, time.Minute), clock.Now()); err != nil || len(got) != 0 {
 		t.Errorf("a sliding window's tenants: %v, %v; want none", got, err)
 	}
+	// A description keeps the bucket's pace and shares.
+	shares.Lendable, shares.Idle = 0.5, time.Minute
+	if err := l.Describe(ctx, quota.Description{Scope: "s", Bucket: "b", Limits: []quota.Limit{day}, Pace: &quota.Pace{Burst: 0.25}, Shares: shares}); err != nil {
+		t.Fatal(err)
+	}
+	d, ok, err := ops.New(l).Description(ctx, "s", "b")
+	if err != nil || !ok || d.Pace == nil || d.Pace.Burst != 0.25 || d.Shares == nil || d.Shares.Lendable != 0.5 ||
+		d.Shares.Idle != time.Minute || d.Shares.Weights["odd\nname:7;"] != 1 || len(d.Shares.Weights) != 2 {
+		t.Errorf("the description read back: %+v (pace %+v, shares %+v), %v, %v", d, d.Pace, d.Shares, ok, err)
+	}
 }
