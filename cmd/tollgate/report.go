@@ -241,6 +241,12 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 			} else {
 				w.Forecast = forecastWindow(series, loc)
 			}
+			if f := w.Forecast; f != nil && f.AtRisk && w.PaceLine != nil {
+				// The pace line reaches the limit at the reset, not before:
+				// the window is never spent early, its requests wait.
+				f.AtRisk, f.SpentAt, f.Before = false, nil, ""
+				f.Text = "at this rate, the pace holds it back: it spends along the pace line until the reset"
+			}
 			br.Windows = append(br.Windows, w)
 		}
 		if !br.Described {
