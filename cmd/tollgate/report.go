@@ -108,10 +108,11 @@ type windowReport struct {
 	Tenants []tenantReport `json:"tenants,omitempty"`
 	// PaceLine is what a paced window (Bucket.Pace) may have spent by
 	// now; absent without a pace.
-	PaceLine *int64 `json:"pace_line,omitempty"`
-	zone     *time.Location
-	limit    quota.Limit // as enforced: the page's chart spans its window
-	slices   []ops.Slice // what the window counts, for the page's chart
+	PaceLine  *int64 `json:"pace_line,omitempty"`
+	paceBurst int64  // what the pace lets be spent from the window's start
+	zone      *time.Location
+	limit     quota.Limit // as enforced: the page's chart spans its window
+	slices    []ops.Slice // what the window counts, for the page's chart
 }
 
 // gather reads the report: one scope, or every scope when scope is "".
@@ -223,6 +224,7 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 			line, paced := paceLine(l, d.Pace, now)
 			if paced {
 				w.PaceLine = &line
+				w.paceBurst = int64(math.Floor(d.Pace.Burst * float64(l.Units)))
 			}
 			for _, t := range ts {
 				w.Tenants = append(w.Tenants, tenantReport{Name: t.Name, Units: t.Units, Held: t.Held, Seen: t.Seen})
