@@ -123,6 +123,7 @@ var suite = []struct {
 	{"PlainRunsLean", testPlainRunsLean},
 	{"SharesLend", testSharesLend},
 	{"MuldivExact", testMuldivExact},
+	{"PaceBesideTokenBucket", testPaceBesideTokenBucket},
 }
 
 func runSuite(t *testing.T, b *backend) {

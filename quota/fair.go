@@ -227,6 +227,9 @@ func (r *Reservation) fairUndo(script *redis.Script, keys []string, args []any, 
 			continue
 		}
 		for _, lim := range c.Limits {
+			if !lim.Calendar && (!lim.Fixed || lim.Ends.IsZero()) {
+				continue // no tenants: shares apply to days and fixed windows
+			}
 			w := r.lim.window(r.scope, c.Bucket, lim)
 			keys = append(keys, tenantsKey(w.meta))
 			args = append(args, r.lim.span(w, lim, now), d)

@@ -7,8 +7,8 @@
 -- Needs: log.lua.
 --
 -- Both apply to calendar days and fixed windows whose end is known (a
--- limit whose span is bounds, L.window == 0); sliding windows and token
--- buckets are decided as without them.
+-- limit whose span is bounds: L.window == 0, and not L.bucket); sliding
+-- windows and token buckets are decided as without them.
 --
 -- Pace: with B the burst units (Burst of the limit L.units, rounded down)
 -- and P = L.units - B, what a window [s, e) may hold at instant t is
@@ -225,7 +225,7 @@ end
 -- call of L.need units in (and its limit, as fit() finds it), or nil
 -- beyond the calendar sent. All entries are dated t or earlier.
 local function fair_fit(L, t, tenant, now)
-  if L.window > 0 or not (L.burst or L.shares) then return t end
+  if L.window > 0 or L.bucket or not (L.burst or L.shares) then return t end
   for _ = 1, #L.bounds do
     local s, e = day(L, t)
     if not s then return nil end

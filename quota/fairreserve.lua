@@ -54,7 +54,7 @@ for i, L in ipairs(limits) do
   if k > 0 then
     L.shares, L.tkey = specs[k], KEYS[2 * n + i]
   end
-  if L.window == 0 and (L.burst or L.shares) then fair[#fair + 1] = i end
+  if L.window == 0 and not L.bucket and (L.burst or L.shares) then fair[#fair + 1] = i end
 end
 
 local t0, by = prepare(limits, read, nread, now, names)

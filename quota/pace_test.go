@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,5 +222,49 @@ func testMuldivExact(t *testing.T, b *backend) {
 		if got[0] != q.String() || got[1] != r.String() {
 			t.Fatalf("muldiv(%d, %d, %d) = %v, want %v %v", a, bb, c, got, q, r)
 		}
+	}
+}
+
+// testPaceBesideTokenBucket: a paced charge whose limits are a token
+// bucket and a day paces the day and decides the bucket as ever, in one
+// decision.
+func testPaceBesideTokenBucket(t *testing.T, b *backend) {
+	clock := testclock.New(time.Date(2026, 6, 3, 1, 0, 0, 0, time.UTC))
+	l := b.limiter(t, WithClock(clock.Now))
+	s := scope(t, "s")
+	c := Charge{Bucket: "b", Units: 1, Limits: []Limit{TokenBucket(3, 3, time.Minute), PerDay(96, time.UTC)}, Pace: &Pace{}}
+	// At 01:00 the day's line is at 96/24 = 4; the bucket holds 3.
+	for i := range 3 {
+		if r := mustAllow(t, l, s, c); !r.OK() {
+			t.Fatalf("call %d refused, retry after %v", i, r.RetryAfter())
+		}
+	}
+	if r := mustAllow(t, l, s, c); r.OK() || r.RetryAfter() != 20*time.Second {
+		t.Fatalf("the bucket spent: OK %v, retry after %v; want its refill of one unit, 20s", r.OK(), r.RetryAfter())
+	}
+	clock.Add(time.Minute) // the bucket full again; the line at 4
+	if r := mustAllow(t, l, s, c); !r.OK() {
+		t.Fatalf("the fourth unit refused, retry after %v", r.RetryAfter())
+	}
+	if r := mustAllow(t, l, s, c); r.OK() || r.RetryAfter() != 14*time.Minute {
+		t.Fatalf("past the line: OK %v, retry after %v; want the line's next unit at 01:15, 14m", r.OK(), r.RetryAfter())
+	}
+	// With shares too: settled and cancelled, the day's tenant gets its
+	// units back, the bucket is left to its own rules.
+	c.Pace, c.Shares, c.Tenant, c.Bucket = nil, &Shares{}, "eu", "shared"
+	r := mustAllow(t, l, s, c)
+	if !r.OK() {
+		t.Fatal("a call with shares refused")
+	}
+	ctx := context.Background()
+	if err := r.Settle(ctx, "shared", 2); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	if err := r.Cancel(ctx); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	w := l.window(s, "shared", c.Limits[1])
+	if v, err := b.client.Get(ctx, tenantsKey(w.meta)).Result(); err != nil || strings.Contains(v, ";") {
+		t.Errorf("the tenants after Settle and Cancel: %q, %v; want eu with nothing spent", v, err)
 	}
 }
