@@ -43,7 +43,37 @@ type Bucket struct {
 	// scope until the first announcement. An announced bucket is decided
 	// call by call, never from a lease.
 	Follows string
+	// Pace, when set, spreads the bucket's calendar days and fixed
+	// windows over their length: at any instant, what a window has spent
+	// since it began is at most Burst·L + (1−Burst)·L·elapsed/length, L
+	// being the limit less the reserve; unused pace carries forward.
+	// Sliding windows and token buckets are unaffected. A refused
+	// request's RetryAfter is when the pace line reaches its cost. nil:
+	// off. See docs/shares.md.
+	Pace *Pace
+	// Shares, when set, divides the bucket's calendar days and fixed
+	// windows among tenants: a request's tenant is its caller
+	// (WithCaller), else Config.Name. A tenant below its share is
+	// admitted whenever its request fits in its unspent share; beyond it,
+	// it spends only what the others neither hold nor keep back while
+	// idle. Sliding windows and token buckets are unaffected. Requests of
+	// such a bucket are decided call by call, never from a lease, and a
+	// refusal is not remembered for other tenants. nil: off. See
+	// docs/shares.md.
+	Shares *Shares
 }
+
+// Pace spreads a bucket's calendar days and fixed windows over their
+// length (Bucket.Pace): Burst, 0..1, is the share of the window's limit
+// that may be spent from its start. It is quota.Pace.
+type Pace = quota.Pace
+
+// Shares divides a bucket's calendar days and fixed windows among
+// tenants (Bucket.Shares): Weights maps a tenant to its weight (tenants
+// not listed weigh 1), Lendable (0..1) is the part of an idle tenant's
+// unspent share others may spend, and a tenant with no request for Idle
+// (0: 5 minutes) is idle. It is quota.Shares.
+type Shares = quota.Shares
 
 // check validates the bucket's limits and reserve, and returns its limits
 // as the upstream states them (the first named learnedName when the
@@ -55,6 +85,22 @@ func (b Bucket) check(name string) ([]quota.Limit, error) {
 	}
 	if b.ReserveUnits < 0 || b.ReservePercent < 0 || b.ReservePercent >= 100 || math.IsNaN(b.ReservePercent) {
 		return nil, configErrorf("bucket %q: reserve must be at least zero and under 100%%", name)
+	}
+	if b.Pace != nil && !(b.Pace.Burst >= 0 && b.Pace.Burst <= 1) {
+		return nil, configErrorf("bucket %q: Pace.Burst %v is not within [0, 1]", name, b.Pace.Burst)
+	}
+	if s := b.Shares; s != nil {
+		if !(s.Lendable >= 0 && s.Lendable <= 1) {
+			return nil, configErrorf("bucket %q: Shares.Lendable %v is not within [0, 1]", name, s.Lendable)
+		}
+		if s.Idle < 0 {
+			return nil, configErrorf("bucket %q: Shares.Idle %v is negative", name, s.Idle)
+		}
+		for tenant, w := range s.Weights {
+			if !(w > 0) || math.IsInf(w, 0) {
+				return nil, configErrorf("bucket %q: Shares.Weights[%q] %v is not a positive weight", name, tenant, w)
+			}
+		}
 	}
 	if b.MaxInFlight < 0 {
 		return nil, configErrorf("bucket %q: MaxInFlight %d: a cap must allow at least one request, or be 0 for none", name, b.MaxInFlight)

@@ -114,7 +114,7 @@ func (p *decision) admitNow(ctx context.Context, d *decider, r *request, scope s
 	if !res.OK() {
 		p.gates.release(ctx, r, heldAll)
 		qe := p.refusal(ctx, d, r, scope, res)
-		if !d.local && !r.background && (qe.Bucket != "" || qe.Cause.Paused()) && qe.RetryAfter > 0 {
+		if !d.local && !r.background && (qe.Bucket != "" || qe.Cause.Paused()) && qe.RetryAfter > 0 && !p.sharedRefusal(qe) {
 			p.refusals.NoteSince(epoch, remember.Key{Scope: scope, Bucket: qe.Bucket}, rememberOf(qe, r.now), r.now)
 		}
 		return qe
@@ -174,4 +174,11 @@ func (p *decision) refusal(ctx context.Context, d *decider, r *request, scope st
 		}
 	}
 	return r.refused(scope, con.Bucket, cause, res.RetryAfter(), reason)
+}
+
+// sharedRefusal reports whether a refusal is one tenant's of a bucket with
+// shares: another tenant may still be below its share, so it is not
+// remembered for the scope's other requests.
+func (p *decision) sharedRefusal(qe *QuotaError) bool {
+	return !qe.Cause.Paused() && p.limits.buckets[qe.Bucket].Shares != nil
 }

@@ -109,6 +109,7 @@ func (d *described) description(scope, bucket string) quota.Description {
 	x := quota.Description{
 		Scope: scope, Bucket: bucket, Limits: d.redis.limits[bucket], InFlight: d.redis.caps[bucket],
 		Announced: b.Follows, ReserveUnits: b.ReserveUnits, ReservePercent: b.ReservePercent, Transit: d.limits.transit,
+		Pace: b.Pace, Shares: b.Shares,
 	}
 	for _, l := range b.Limits {
 		x.Quotas = append(x.Quotas, l.Units)

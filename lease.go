@@ -27,7 +27,7 @@ type leasing struct {
 // or false. Requests charging several buckets ask Redis call by call
 // (their units must be taken together), and so do requests whose cost is
 // settled after the response, that hold a slot, that charge an announced
-// bucket, or that are background (which must wait their turn behind
+// bucket or one with a pace or shares, or that are background (which must wait their turn behind
 // interactive ones).
 func (s *leasing) leasable(r *request) (units int64, term time.Duration, ok bool) {
 	if s.choose == nil || len(r.endpoint.Charges) != 1 || r.endpoint.Free ||
@@ -36,6 +36,9 @@ func (s *leasing) leasable(r *request) (units int64, term time.Duration, ok bool
 	}
 	if _, announced := s.limits.announced[r.endpoint.Charges[0].Bucket]; announced {
 		return 0, 0, false
+	}
+	if s.limits.fair(r.endpoint.Charges[0].Bucket) {
+		return 0, 0, false // a lease would spend outside the pace and the shares
 	}
 	units, term = s.choose(r.scope, r.endpoint.Charges[0].Bucket)
 	return units, term, units > 0 && term > 0

@@ -24,6 +24,7 @@ type limits struct {
 	transit    time.Duration     // Config.Transit, or its default; 0: none
 	background float64           // Config.BackgroundShare, or its default
 	localShare float64           // Config.LocalShare
+	name       string            // Config.Name, or its default: the tenant of a request with no caller
 
 	announced map[string]string // bucket: the announced quota it follows; nil when none does
 	learned   learn.State       // what announcements taught, per scope bucket
@@ -187,9 +188,32 @@ func (a *limits) charges(d *decider, r *request, scope string) []quota.Charge {
 				continue // nothing known to check: its gate holds it to one at a time
 			}
 		}
-		out = append(out, quota.Charge{Bucket: ch.Bucket, Units: ch.Units, Limits: lims})
+		c := quota.Charge{Bucket: ch.Bucket, Units: ch.Units, Limits: lims}
+		if b := a.buckets[ch.Bucket]; b.Pace != nil || b.Shares != nil {
+			c.Pace, c.Shares = b.Pace, b.Shares
+			if b.Shares != nil {
+				c.Tenant = a.tenant(r)
+			}
+		}
+		out = append(out, c)
 	}
 	return out
+}
+
+// tenant returns the tenant of a request, for a bucket's Shares: its
+// caller (WithCaller), else the Transport's name (Config.Name, or its
+// default).
+func (a *limits) tenant(r *request) string {
+	if c := callerOf(r.req.Context()); c != "" {
+		return c
+	}
+	return a.name
+}
+
+// fair reports whether bucket has a pace or shares.
+func (a *limits) fair(bucket string) bool {
+	b := a.buckets[bucket]
+	return b.Pace != nil || b.Shares != nil
 }
 
 // usable drops a limit still to be learned (0 units), which no script can

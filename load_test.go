@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(spendChildEnv); cfg != "" {
 		os.Exit(spendChild(cfg))
 	}
+	if cfg := os.Getenv(regionChildEnv); cfg != "" {
+		os.Exit(regionChild(cfg))
+	}
 	os.Exit(m.Run())
 }
 

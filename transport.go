@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate/tollgate/internal/lease"
 	"github.com/tollgate/tollgate/internal/notices"
 	"github.com/tollgate/tollgate/internal/remember"
+	"github.com/tollgate/tollgate/internal/spend"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -70,7 +71,10 @@ func New(cfg Config) (*Transport, error) {
 	if t.base == nil {
 		t.base = http.DefaultTransport
 	}
-	a := &limits{buckets: cfg.Buckets, transit: transit(cfg.Transit), background: cfg.BackgroundShare, localShare: cfg.LocalShare}
+	a := &limits{buckets: cfg.Buckets, transit: transit(cfg.Transit), background: cfg.BackgroundShare, localShare: cfg.LocalShare, name: cfg.Name}
+	if a.name == "" {
+		a.name = spend.DefaultProcess()
+	}
 	upstream, caps, err := configured(cfg.Costs.Buckets(), cfg.Buckets)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ func init() {
 			Description: l.description,
 			Resume:      l.resume,
 			Confirm:     l.confirm,
+			Tenants:     l.tenants,
 		}
 	}
 	quotapath.PauseUpstream = (*Limiter).pauseUpstream

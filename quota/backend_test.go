@@ -118,6 +118,12 @@ var suite = []struct {
 	{"AnnounceAsOf", testAnnounceAsOf},
 	{"AnnounceTolerance", testAnnounceTolerance},
 	{"FixedWindow", testFixedWindow},
+	{"PaceModel", testPaceModel},
+	{"SharesModel", testSharesModel},
+	{"PlainRunsLean", testPlainRunsLean},
+	{"SharesLend", testSharesLend},
+	{"MuldivExact", testMuldivExact},
+	{"PaceBesideTokenBucket", testPaceBesideTokenBucket},
 }
 
 func runSuite(t *testing.T, b *backend) {

@@ -48,6 +48,10 @@ type Description struct {
 	// Transit is what sliding and fixed windows were lengthened by, e.g.
 	// 50ms.
 	Transit time.Duration
+	// Pace and Shares are the bucket's (Charge.Pace, Charge.Shares); nil
+	// when it has none.
+	Pace   *Pace
+	Shares *Shares
 }
 
 // describedFor is how long a description outlives its last writing, at
@@ -198,6 +202,20 @@ type storedDescription struct {
 	ReservePercent float64           `json:"reserve_percent,omitempty"`
 	Transit        int64             `json:"transit_us,omitempty"`
 	Refilling      []storedRefilling `json:"refilling,omitempty"`
+	// Written by versions that know pace and shares; earlier readers
+	// ignore them, as JSON fields they do not know.
+	Pace   *storedPace   `json:"pace,omitempty"`
+	Shares *storedShares `json:"shares,omitempty"`
+}
+
+type storedPace struct {
+	Burst float64 `json:"burst"`
+}
+
+type storedShares struct {
+	Weights  map[string]float64 `json:"weights,omitempty"`
+	Lendable float64            `json:"lendable,omitempty"`
+	Idle     int64              `json:"idle_us,omitempty"`
 }
 
 type storedLimit struct {
@@ -236,6 +254,12 @@ func (d Description) stored() storedDescription {
 	s := storedDescription{
 		Version: descriptionVersion, Scope: d.Scope, Bucket: d.Bucket, Quotas: d.Quotas, InFlight: d.InFlight,
 		Announced: d.Announced, ReserveUnits: d.ReserveUnits, ReservePercent: d.ReservePercent, Transit: d.Transit.Microseconds(),
+	}
+	if d.Pace != nil {
+		s.Pace = &storedPace{Burst: d.Pace.Burst}
+	}
+	if d.Shares != nil {
+		s.Shares = &storedShares{Weights: d.Shares.Weights, Lendable: d.Shares.Lendable, Idle: d.Shares.Idle.Microseconds()}
 	}
 	var quotas []int64
 	for i, lim := range d.Limits {
@@ -285,6 +309,12 @@ func readDescription(key string, v []byte) (Description, error) {
 	d := Description{
 		Scope: s.Scope, Bucket: s.Bucket, Quotas: s.Quotas, InFlight: s.InFlight, Announced: s.Announced,
 		ReserveUnits: s.ReserveUnits, ReservePercent: s.ReservePercent, Transit: time.Duration(s.Transit) * time.Microsecond,
+	}
+	if s.Pace != nil {
+		d.Pace = &Pace{Burst: s.Pace.Burst}
+	}
+	if s.Shares != nil {
+		d.Shares = &Shares{Weights: s.Shares.Weights, Lendable: s.Shares.Lendable, Idle: time.Duration(s.Shares.Idle) * time.Microsecond}
 	}
 	for _, sl := range s.Limits {
 		lim := Limit{Units: sl.Units, Window: time.Duration(sl.Window) * time.Microsecond, Fixed: sl.Fixed, Name: sl.Name}

@@ -196,6 +196,16 @@ type Charge struct {
 	// Limits are the windows the units count in, e.g. a per-day and a
 	// per-hour limit. Each window length may appear once per bucket.
 	Limits []Limit
+	// Pace, when set, spreads the bucket's calendar days and fixed
+	// windows over their length (see [Pace]).
+	Pace *Pace
+	// Shares, when set, divides the bucket's calendar days and fixed
+	// windows among tenants (see [Shares]).
+	Shares *Shares
+	// Tenant names who spends, e.g. "eu-west", for Shares: a decision's
+	// charges with shares name the same tenant. It must be set when
+	// Shares is.
+	Tenant string
 }
 
 // validate checks the charge and returns a *CostError when its units can
@@ -206,6 +216,15 @@ func (c Charge) validate() error {
 	}
 	if len(c.Limits) == 0 {
 		return invalid(fmt.Sprintf("charge for bucket %q", c.Bucket), "no limits")
+	}
+	if err := c.Pace.validate(c.Bucket); err != nil {
+		return err
+	}
+	if err := c.Shares.validate(c.Bucket); err != nil {
+		return err
+	}
+	if c.Shares != nil && c.Tenant == "" {
+		return invalid(fmt.Sprintf("charge for bucket %q", c.Bucket), "shares need a tenant")
 	}
 	for _, l := range c.Limits {
 		if err := l.Validate(); err != nil {

@@ -41,7 +41,9 @@
 // [Limiter.TakeSlot] caps calls in flight, [Limiter.Announce] holds the
 // count to what the upstream announces, and [Limiter.Usage] reads what is
 // spent. A context marked [WithPriority] Background yields to interactive
-// calls.
+// calls. A charge's [Pace] spreads its calendar days and fixed windows
+// over their length, and its [Shares] divide them among tenants
+// (Charge.Tenant), in the same atomic decision.
 //
 // What only operators' tools call (a survey of what Redis holds, what is
 // under way in a bucket, its description, lifting pauses, and waiting
@@ -301,6 +303,12 @@ func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
 // immediate decision. A background call (see WithPriority) is decided in
 // its scope's background room instead.
 func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+	if isFair(charges) {
+		if priorityOf(ctx) == Background {
+			maxWait = 0 // a background call never holds
+		}
+		return l.fairReserve(ctx, scope, maxWait, charges)
+	}
 	if priorityOf(ctx) == Background {
 		return l.background(ctx, scope, maxWait, charges)
 	}

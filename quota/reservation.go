@@ -118,7 +118,8 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 			args = append(args, units, r.lim.span(w, lim, &now))
 		}
 	}
-	if err := r.lim.write(ctx, cancelScript, keys, args...).Err(); err != nil && err != redis.Nil {
+	script, keys, args := r.fairUndo(cancelScript, keys, args, &now, func(i int) int64 { return -r.currentUnits(i) })
+	if err := r.lim.write(ctx, script, keys, args...).Err(); err != nil && err != redis.Nil {
 		r.cancelErr = redisError(ctx, "cancel", err)
 	}
 	return r.cancelErr
@@ -171,7 +172,13 @@ func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) er
 		keys = append(keys, w.meta, w.log)
 		args = append(args, r.lim.span(w, lim, &now))
 	}
-	if _, err := r.lim.run(ctx, settleScript, keys, args...); err != nil {
+	script, keys, args := r.fairUndo(settleScript, keys, args, &now, func(j int) int64 {
+		if j == i {
+			return units - was
+		}
+		return 0
+	})
+	if _, err := r.lim.run(ctx, script, keys, args...); err != nil {
 		r.units[i] = was // nothing was written: the entry keeps its units
 		return redisError(ctx, "settle", err)
 	}

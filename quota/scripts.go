@@ -68,6 +68,17 @@ var (
 	bucketUsagePart string
 	//go:embed windowsonly.lua
 	windowsOnlyPart string // log.lua's end in a script's lean form
+
+	// Pace and shares (Charge.Pace, Charge.Shares): fair.lua provides
+	// the pace line and the tenants' spending; fairreserve.lua decides;
+	// fairundo.lua charges a cancellation or settlement to its tenant.
+	// Calls on buckets with neither never run them.
+	//go:embed fair.lua
+	fairPart string
+	//go:embed fairreserve.lua
+	fairReservePart string
+	//go:embed fairundo.lua
+	fairUndoPart string
 )
 
 // logParts is log.lua with the token buckets in: what every script that
@@ -152,6 +163,15 @@ var (
 	// window: usage.lua, wrapped as the function usage(), then series.lua.
 	seriesScript = newScript(clockPart + binaryPart + logParts +
 		"local function usage()\n" + usagePart + "\nend\n" + seriesPart)
+	// fairScript decides a call on buckets with a pace or shares: the
+	// general decision, the pace lines and the shares, in one step.
+	fairScript = newScript(binaryPart + nowPart + logParts + decidePart + fairPart + fairReservePart)
+	// fairCancelScript and fairSettleScript are cancelScript and
+	// settleScript charging their change to the reservation's tenant.
+	fairCancelScript = newScript(clockPart + binaryPart + logParts + fairPart +
+		"local function body()\n" + cancelPart + "\nend\n" + fairUndoPart)
+	fairSettleScript = newScript(clockPart + binaryPart + logParts + fairPart +
+		"local function body()\n" + settlePart + "\nend\n" + fairUndoPart)
 	// bucketUsageScript reads one token bucket's level.
 	bucketUsageScript = newScript(clockPart + binaryPart + bucketPart + bucketUsagePart)
 )

@@ -72,6 +72,7 @@ func writeBucket(b *strings.Builder, bk bucketReport, now time.Time) {
 		fmt.Fprintf(tw, "    %s\t[%s]\t%d / %d %s\t%s\t%s\n", w.Window, bar(w.Used, w.Limit), w.Used, w.Limit, spent, leftText(w, bk.Spending), freeText(w, now))
 	}
 	tw.Flush()
+	writeTenants(b, bk)
 	writeForecasts(b, bk)
 	for _, name := range bk.Undescribed {
 		fmt.Fprintf(b, "    window %s: limit unknown (no process described this bucket within the hour)\n", name)
@@ -183,4 +184,33 @@ func count(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// writeTenants writes, under a bucket with a pace or shares, its pace
+// line by now and what each tenant spent in each window against its
+// share.
+func writeTenants(b *strings.Builder, bk bucketReport) {
+	for _, w := range bk.Windows {
+		if w.PaceLine != nil {
+			fmt.Fprintf(b, "    pace of %s: %d of %d may be spent by now\n", w.Window, *w.PaceLine, w.Limit)
+		}
+		if len(w.Tenants) == 0 {
+			continue
+		}
+		parts := make([]string, len(w.Tenants))
+		for i, t := range w.Tenants {
+			name := t.Name
+			if name == "" || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f || r == ' ' || r == ',' }) {
+				name = strconv.QuoteToGraphic(name)
+			}
+			parts[i] = fmt.Sprintf("%s %d", name, t.Units)
+			if t.Share > 0 {
+				parts[i] += fmt.Sprintf(" of %.0f", t.Share)
+			}
+			if t.Held > 0 {
+				parts[i] += fmt.Sprintf(" (+%d held later)", t.Held)
+			}
+		}
+		fmt.Fprintf(b, "    tenants of %s: %s\n", w.Window, strings.Join(parts, ", "))
+	}
 }

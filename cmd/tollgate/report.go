@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -67,6 +69,16 @@ type bucketReport struct {
 	Spending *spendingReport `json:"spending,omitempty"`
 }
 
+// tenantReport is one tenant of a window with shares (ops.Tenant).
+type tenantReport struct {
+	Name  string  `json:"name"`
+	Units int64   `json:"units"`
+	Share float64 `json:"share"` // its share of the window by now, as the bucket's description says
+
+	Held int64     `json:"held_later,omitempty"`
+	Seen time.Time `json:"seen"`
+}
+
 type windowReport struct {
 	// Window names the window as configured (without the Transit the
 	// Transport lengthened it by), e.g. "day America/Los_Angeles",
@@ -98,9 +110,16 @@ type windowReport struct {
 	Period string `json:"period,omitempty"`
 	// Forecast is what becomes of the window at the rate it is spent now.
 	Forecast *forecastReport `json:"forecast,omitempty"`
-	zone     *time.Location
-	limit    quota.Limit // as enforced: the page's chart spans its window
-	slices   []ops.Slice // what the window counts, for the page's chart
+	// Tenants are what each tenant of a window with shares spent in it
+	// (Bucket.Shares), by name; absent without shares.
+	Tenants []tenantReport `json:"tenants,omitempty"`
+	// PaceLine is what a paced window (Bucket.Pace) may have spent by
+	// now; absent without a pace.
+	PaceLine  *int64 `json:"pace_line,omitempty"`
+	paceBurst int64  // what the pace lets be spent from the window's start
+	zone      *time.Location
+	limit     quota.Limit // as enforced: the page's chart spans its window
+	slices    []ops.Slice // what the window counts, for the page's chart
 }
 
 // gather reads the report: one scope, or every scope when scope is "".
@@ -201,6 +220,23 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 			if i < len(quotas) {
 				w.Quota = quotas[i]
 			}
+			ts, err := ops.New(lim).Tenants(ctx, s.Scope, b.Bucket, l, now)
+			if err != nil {
+				return sr, err
+			}
+			var d quota.Description
+			if b.Description != nil {
+				d = *b.Description
+			}
+			line, paced := paceLine(l, d.Pace, now)
+			if paced {
+				w.PaceLine = &line
+				w.paceBurst = int64(math.Floor(d.Pace.Burst * float64(l.Units)))
+			}
+			for _, t := range ts {
+				w.Tenants = append(w.Tenants, tenantReport{Name: t.Name, Units: t.Units, Held: t.Held, Seen: t.Seen})
+			}
+			shareOf(w.Tenants, d.Shares, line, now)
 			if l.Calendar {
 				w.zone = l.Location
 			}
@@ -213,6 +249,12 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 				w.Forecast = forecastBucket(series, rates[b.Bucket], rates != nil, loc)
 			} else {
 				w.Forecast = forecastWindow(series, loc)
+			}
+			if f := w.Forecast; f != nil && f.AtRisk && w.PaceLine != nil {
+				// The pace line reaches the limit at the reset, not before:
+				// the window is never spent early, its requests wait.
+				f.AtRisk, f.SpentAt, f.Before = false, nil, ""
+				f.Text = "at this rate, the pace holds it back: it spends along the pace line until the reset"
 			}
 			br.Windows = append(br.Windows, w)
 		}
@@ -294,4 +336,63 @@ func optional(t time.Time) *time.Time {
 func isRedisDown(err error) bool {
 	var re *quota.RedisError
 	return errors.As(err, &re)
+}
+
+// paceLine returns what a paced calendar day or fixed window may have
+// spent by now (quota.Pace): B + floor((L-B)·elapsed/length); else the
+// limit and false.
+func paceLine(l quota.Limit, p *quota.Pace, now time.Time) (int64, bool) {
+	var start, end time.Time
+	switch {
+	case l.Calendar:
+		y, m, d := now.In(l.Location).Date()
+		start, end = time.Date(y, m, d, 0, 0, 0, 0, l.Location), time.Date(y, m, d+1, 0, 0, 0, 0, l.Location)
+	case l.Fixed && !l.Ends.IsZero() && l.Window > 0:
+		k := now.Sub(l.Ends) / l.Window
+		start = l.Ends.Add(k * l.Window)
+		if start.After(now) {
+			start = start.Add(-l.Window)
+		}
+		end = start.Add(l.Window)
+	default:
+		return l.Units, false
+	}
+	if p == nil {
+		return l.Units, false
+	}
+	b := int64(math.Floor(p.Burst * float64(l.Units)))
+	q := new(big.Int).Mul(big.NewInt(l.Units-b), big.NewInt(now.Sub(start).Microseconds()))
+	q.Quo(q, big.NewInt(end.Sub(start).Microseconds()))
+	return b + q.Int64(), true
+}
+
+// shareOf fills in each tenant's share of a window that allows allowed
+// units by now: allowed·weight/W, W the weights of the tenants listed and
+// of those not listed seen within Idle (quota.Shares).
+func shareOf(ts []tenantReport, s *quota.Shares, allowed int64, now time.Time) {
+	if s == nil {
+		return
+	}
+	idle := s.Idle
+	if idle == 0 {
+		idle = 5 * time.Minute
+	}
+	var sum float64
+	for _, w := range s.Weights {
+		sum += w
+	}
+	for _, t := range ts {
+		if _, listed := s.Weights[t.Name]; !listed && t.Seen.After(now.Add(-idle)) {
+			sum++
+		}
+	}
+	for i, t := range ts {
+		w, listed := s.Weights[t.Name]
+		if !listed {
+			w = 1
+		}
+		if sum > 0 {
+			ts[i].Share = float64(allowed) * w / sum
+		}
+	}
 }

@@ -212,6 +212,9 @@ func page(r *report) *web.Page {
 				ww.Start, ww.End = span(w.limit, r.At)
 				ww.Sliding = w.limit.Refill == 0 && !w.limit.Calendar && !w.limit.Fixed
 				ww.Series, ww.Forecast = webSeries(w)
+				if w.PaceLine != nil {
+					ww.Paced, ww.PaceBurst = true, w.paceBurst
+				}
 				wb.Windows = append(wb.Windows, ww)
 			}
 			ws.Buckets = append(ws.Buckets, wb)

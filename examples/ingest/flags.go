@@ -24,10 +24,12 @@ type config struct {
 	window      time.Duration // 0: the Pacific day
 	reserve     int64         // units kept below the quota
 	regions     []string
-	policy      string        // "wait" or "error"
-	duration    time.Duration // 0: one pass per region
-	maxWait     time.Duration // how long a call may wait for its turn
-	simulate    string        // serve only the simulated API on this address
+	policy      string             // "wait" or "error"
+	duration    time.Duration      // 0: one pass per region
+	maxWait     time.Duration      // how long a call may wait for its turn
+	simulate    string             // serve only the simulated API on this address
+	shares      map[string]float64 // -shares: each region's weight; nil: no shares
+	pace        float64            // -pace: the burst of a paced window; < 0: no pace
 
 	offline bool // no keys: run against the simulated API
 	set     map[string]bool
@@ -71,7 +73,7 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 	c := &config{set: map[string]bool{}}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var keys, regions string
+	var keys, regions, shares string
 	fs.StringVar(&c.redis, "redis", "", "Redis `URL` (redis:// or rediss://); several comma-separated addresses mean a cluster, a query naming master_name a Sentinel master set; empty runs an in-process Redis")
 	fs.StringVar(&c.api, "api", defaultAPI, "API base `URL`")
 	fs.StringVar(&keys, "keys", "", "API keys `K1,K2` of one Cloud project (default $YOUTUBE_API_KEYS); none runs offline against a simulated API")
@@ -88,6 +90,8 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 	fs.DurationVar(&c.maxWait, "max-wait", 0, "with -policy wait, wait at most `D` for a turn (default three windows, or 10m of the Pacific day)")
 	fs.Int64Var(&c.searchQuota, "search-quota", 0, fmt.Sprintf("the granular table's search bucket: `N` units per window, one per search.list call (default %d; offline %d)",
 		defaultSearchQuota, offlineSearchQuota))
+	fs.StringVar(&shares, "shares", "", "give each region its share of the pool: `equal`, or weights US=2,GB=1 (regions not named weigh 1); the window becomes a fixed one")
+	fs.Float64Var(&c.pace, "pace", -1, "pace the pool's window over its length, `B` of it free at its start, e.g. 0.1; the window becomes a fixed one")
 	fs.StringVar(&c.simulate, "simulate", "", "serve only the simulated YouTube API on this `address` (e.g. 127.0.0.1:8089), for several ingest processes to share")
 	fs.Usage = func() {} // errors are one line; -h prints the flags below
 	if err := fs.Parse(args); err != nil {
@@ -185,12 +189,50 @@ func parseFlags(args []string, env func(string) string, usage io.Writer) (*confi
 	if c.reserve >= c.quota {
 		return nil, usagef("-reserve %d leaves nothing of -quota %d", c.reserve, c.quota)
 	}
+	if c.set["pace"] && !(c.pace >= 0 && c.pace <= 1) {
+		return nil, usagef("-pace must be between 0 and 1, got %v", c.pace)
+	}
+	if c.set["shares"] {
+		w, err := parseShares(shares, c.regions)
+		if err != nil {
+			return nil, err
+		}
+		c.shares = w
+	}
 	for _, k := range c.keys {
 		if strings.ContainsAny(k, " \t\r\n") {
 			return nil, usagef("-keys: a key contains white space")
 		}
 	}
 	return c, nil
+}
+
+// parseShares reads -shares: "equal" (each region weighs 1), or weights
+// "US=2,GB=1" of regions among regions (the others weigh 1).
+func parseShares(spec string, regions []string) (map[string]float64, error) {
+	w := make(map[string]float64, len(regions))
+	for _, r := range regions {
+		w[r] = 1
+	}
+	if spec == "equal" {
+		return w, nil
+	}
+	items := splitList(spec)
+	if len(items) == 0 {
+		return nil, usagef("-shares: say equal, or weights such as US=2,GB=1")
+	}
+	for _, item := range items {
+		region, weight, ok := strings.Cut(item, "=")
+		f, err := strconv.ParseFloat(weight, 64)
+		if !ok || err != nil || !(f > 0) || f > 1e6 {
+			return nil, usagef("-shares: %q is not REGION=WEIGHT with a positive weight", item)
+		}
+		if _, ok := w[region]; !ok {
+			return nil, usagef("-shares: %q names a region -regions does not", region)
+		}
+		w[region] = f
+	}
+	return w, nil
 }
 
 // checkURL reports a URL that does not parse or has the wrong scheme.

@@ -37,6 +37,12 @@ func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
 		{[]string{"-regions", ","}, "-regions"},
 		{[]string{"-search-quota", "0"}, "-search-quota"},
 		{[]string{"-max-wait", "-1s"}, "-max-wait"},
+		{[]string{"-pace", "1.5"}, "-pace"},
+		{[]string{"-pace", "-0.1"}, "-pace"},
+		{[]string{"-shares", "US=0"}, "-shares"},
+		{[]string{"-shares", "XX=2"}, "-shares"},
+		{[]string{"-shares", "US"}, "-shares"},
+		{[]string{"-shares", ","}, "-shares"},
 		{[]string{"-no-such-flag"}, "-no-such-flag"},
 		{[]string{"stray"}, "stray"},
 	}
@@ -128,5 +134,30 @@ func TestHelpSaysEachDefaultOnce(t *testing.T) {
 				t.Errorf("-%s's help lacks %q:\n%s", flagName, w, blocks[flagName])
 			}
 		}
+	}
+}
+
+// TestSharesAndPaceFlags: -shares gives each region its weight and -pace
+// the burst, on a fixed window that starts where the simulated API's
+// windows do.
+func TestSharesAndPaceFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-regions", "US,GB,DE", "-shares", "US=2", "-pace", "0.1"}, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.shares["US"] != 2 || c.shares["GB"] != 1 || c.shares["DE"] != 1 || len(c.shares) != 3 || c.pace != 0.1 {
+		t.Fatalf("shares %v, pace %v; want US=2, GB=1, DE=1 and 0.1", c.shares, c.pace)
+	}
+	now := time.Date(2026, 7, 1, 10, 0, 3, 0, time.UTC)
+	b := c.fairPool(now)
+	lim := b.Limits[0]
+	if !lim.Fixed || lim.Window != offlineWindow || !lim.Ends.Equal(time.Date(2026, 7, 1, 10, 0, 10, 0, time.UTC)) || b.Pace.Burst != 0.1 || b.Shares.Weights["US"] != 2 {
+		t.Errorf("the pool: %+v, pace %+v, shares %+v; want a fixed 10s window ending 10:00:10, paced at 0.1, US weighing 2", lim, b.Pace, b.Shares)
+	}
+	if c, err := parseFlags([]string{"-shares", "equal"}, noEnv, nil); err != nil || len(c.shares) != 8 || c.pace >= 0 {
+		t.Errorf("-shares equal: %v, %v; want the eight regions weighing 1 and no pace", c, err)
+	}
+	if c, err := parseFlags(nil, noEnv, nil); err != nil || c.fair() {
+		t.Errorf("no -shares nor -pace: %v; want neither", err)
 	}
 }

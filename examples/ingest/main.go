@@ -14,6 +14,13 @@
 //	go run ./examples/ingest
 //	go run ./examples/ingest -policy error
 //	go run ./examples/ingest -keys "$YOUTUBE_API_KEYS" -redis redis://localhost:6379
+//
+// -shares gives each region its share of the pool (equal, or weights such
+// as US=2), and -pace 0.1 paces the pool's window over its length; the
+// summary then says what each region spent against its share
+// (docs/shares.md):
+//
+//	go run ./examples/ingest -shares equal -pace 0.1 -duration 30s
 package main
 
 import (
@@ -113,6 +120,15 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		// every bucket.
 		opts.ReservePercent = 100 * float64(c.reserve) / float64(c.quota)
 	}
+	if c.fair() {
+		opts.Buckets = map[string]tollgate.Bucket{youtube.Pool: c.fairPool(time.Now())}
+		if c.window > 0 {
+			// The simulated API's windows start on multiples of -window:
+			// the fixed windows follow them exactly, with no Transit to
+			// lengthen them.
+			opts.Tollgate.Transit = -1
+		}
+	}
 	tr, err := youtube.NewTransport(keys, rdb, opts)
 	if err != nil {
 		return err
@@ -144,6 +160,9 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 	for _, region := range c.regions {
 		regions.Go(func() error {
 			rctx := withRegion(ctx, region)
+			if c.shares != nil {
+				rctx = tollgate.WithCaller(rctx, region) // the region is the tenant
+			}
 			for n := 1; ; n++ {
 				res, err := a.pass(rctx, region)
 				if c.duration > 0 && errors.Is(err, tollgate.ErrUnavailable) {
@@ -212,6 +231,9 @@ func ingest(ctx context.Context, c *config, out io.Writer) error {
 		spent = append(spent, fmt.Sprintf("%d %s units", units[b], b))
 	}
 	fmt.Fprintf(out, "; spent %s in all\n", strings.Join(spent, " and "))
+	if c.shares != nil {
+		fmt.Fprintln(out, rep.shares(c, limits[youtube.Pool]))
+	}
 	if sim != nil {
 		upstream = simulatedQuotaErrors(sim)
 		fmt.Fprintf(out, "most units the upstream received in one of its %s windows: %s\n",
@@ -231,6 +253,34 @@ const pauseRecheck = time.Second
 // outageRetry is how long a region waits before its next pass when Redis
 // could not be reached and its calls failed closed.
 const outageRetry = 500 * time.Millisecond
+
+// fair reports whether the pool has shares or a pace.
+func (c *config) fair() bool { return c.shares != nil || c.pace >= 0 }
+
+// fairPool is the pool bucket with -shares and -pace: on the Pacific day,
+// or on fixed windows of -window that start on its multiples since the
+// Unix epoch (as the simulated API's do), the one holding now first.
+func (c *config) fairPool(now time.Time) tollgate.Bucket {
+	pacific, err := time.LoadLocation("America/Los_Angeles") // quota embeds the zones
+	if err != nil {
+		pacific = time.UTC
+	}
+	lim := quota.PerDay(c.quota, pacific)
+	if c.window > 0 {
+		lim = quota.PerFixedWindow(c.quota, c.window, now.Truncate(c.window).Add(c.window))
+	}
+	b := tollgate.Bucket{Limits: []quota.Limit{lim}}
+	if c.reserve > 0 {
+		b.ReservePercent = 100 * float64(c.reserve) / float64(c.quota)
+	}
+	if c.shares != nil {
+		b.Shares = &tollgate.Shares{Weights: c.shares}
+	}
+	if c.pace >= 0 {
+		b.Pace = &tollgate.Pace{Burst: c.pace}
+	}
+	return b
+}
 
 // waitLimit is how long a call may wait for its turn: -max-wait, else
 // three windows (enough for a queue of regions a few windows deep), else

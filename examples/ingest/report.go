@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/providers/youtube"
 )
 
 // regionKey carries a request's region in its context, for the hook.
@@ -276,4 +277,28 @@ func sortedKeys(m map[string]int64) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// shares says who got what against their share of the pool: per region,
+// its weight's part of the enforced limit per window, and what it spent.
+func (r *report) shares(c *config, limit int64) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sum float64
+	for _, w := range c.shares {
+		sum += w
+	}
+	windows := int64(1)
+	if c.window > 0 {
+		windows = max(int64(time.Since(r.start.Truncate(c.window))/c.window)+1, 1)
+	}
+	parts := make([]string, 0, len(r.order))
+	for _, name := range r.order {
+		share := float64(limit) * c.shares[name] / sum
+		spent := r.regions[name].units[youtube.Pool]
+		parts = append(parts, fmt.Sprintf("%s %d of %.0f (%.0f%%)", name, spent, share*float64(windows),
+			100*float64(spent)/max(share*float64(windows), 1)))
+	}
+	return fmt.Sprintf("shares of the pool (%d units a %s after the reserve, over %d windows): %s",
+		limit, c.windowName(), windows, strings.Join(parts, ", "))
 }

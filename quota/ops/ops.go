@@ -221,3 +221,31 @@ func (o *Operator) Confirm(ctx context.Context, wait time.Duration, act func(ctx
 	r, err := o.op.Confirm(ctx, wait, act)
 	return Reach(r), err
 }
+
+// A Tenant is what one tenant of a window with shares (quota.Shares) has
+// spent, as Tenants reads it.
+type Tenant struct {
+	// Name is the tenant, e.g. "eu-west".
+	Name string
+	// Units is what it spent in the window holding the instant asked
+	// about, holds dated in it included, e.g. 120.
+	Units int64
+	// Held is what it holds in later windows, e.g. 5.
+	Held int64
+	// Seen is the instant of its latest request, admitted or not.
+	Seen time.Time
+}
+
+// Tenants reads, writing nothing, the tenants of a calendar day or fixed
+// window with shares (limit as the bucket's decisions name it) and what
+// each spent in the window holding now, ordered by name; none when the
+// window has no shares, or its tenants have all gone idle with nothing
+// left in it.
+func (o *Operator) Tenants(ctx context.Context, scope, bucket string, limit quota.Limit, now time.Time) ([]Tenant, error) {
+	ts, err := o.op.Tenants(ctx, scope, bucket, limit, now)
+	out := make([]Tenant, len(ts))
+	for i, t := range ts {
+		out[i] = Tenant(t)
+	}
+	return out, err
+}

@@ -29,6 +29,14 @@ type Operator[L, D any] struct {
 	Description func(ctx context.Context, scope, bucket string) (D, bool, error)
 	Resume      func(ctx context.Context, scope, bucket string) (int, error)
 	Confirm     func(ctx context.Context, wait time.Duration, act func(ctx context.Context) error) (Reach, error)
+	Tenants     func(ctx context.Context, scope, bucket string, limit L, now time.Time) ([]Tenant, error)
+}
+
+// Tenant is ops.Tenant.
+type Tenant struct {
+	Name        string
+	Units, Held int64
+	Seen        time.Time
 }
 
 // Of is set by package quota when it is initialized: a

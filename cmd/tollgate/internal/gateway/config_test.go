@@ -73,6 +73,12 @@ func TestLoadErrors(t *testing.T) {
 		{"custom reserve all", withUpstream(`"provider": "custom", "costs": "costs.json", "buckets": {"pool": {"limits": [{"units": 10, "window": "1m"}], "reserve_percent": 100}}`), "reserve"},
 		{"bad forwarded_for", `{"forwarded_for": "always", "upstreams": [` + upstreamJSON + `]}`, "forwarded_for"},
 		{"bad limits", `{"limits": {"drain": "-1s"}, "upstreams": [` + upstreamJSON + `]}`, "drain"},
+		{"shares lendable over 1", withUpstream(`"provider": "youtube", "shares": {"lendable": 2}`), "lendable"},
+		{"shares weight 0", withUpstream(`"provider": "youtube", "shares": {"weights": {"php": 0}}`), `weight of "php"`},
+		{"shares bad idle", withUpstream(`"provider": "youtube", "shares": {"idle": "a while"}`), "idle"},
+		{"pace burst over 1", withUpstream(`"provider": "youtube", "pace": {"burst": 1.5}`), "burst"},
+		{"shares on openai", withUpstream(`"provider": "openai", "shares": {}`), "youtube and custom"},
+		{"pace on a sliding window", withUpstream(`"provider": "youtube", "options": {"window": "10s"}, "pace": {"burst": 0.1}`), "Pacific day"},
 	}
 	dir := t.TempDir()
 	costsJSON := `{"buckets": ["pool"], "rules": [], "default": {"endpoint": "any", "charges": [{"bucket": "pool", "units": 1}]}}`

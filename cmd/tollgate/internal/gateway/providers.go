@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -93,6 +94,28 @@ func (o *youtubeOptions) options(u *Upstream) (*youtube.Options, error) {
 	return opts, nil
 }
 
+// youtubePool is the youtube provider's pool bucket, as it builds it from
+// opts (a Pacific day, its reserve), with shares and pace.
+func youtubePool(opts *youtube.Options, shares *tollgate.Shares, pace *tollgate.Pace) tollgate.Bucket {
+	units := opts.Quota
+	if units == 0 {
+		units = youtube.DefaultQuota
+	}
+	pacific, err := time.LoadLocation("America/Los_Angeles") // quota embeds the zones
+	if err != nil {
+		pacific = time.UTC
+	}
+	b := tollgate.Bucket{Limits: []quota.Limit{quota.PerDay(units, pacific)}, ReserveUnits: opts.ReserveUnits, Shares: shares, Pace: pace}
+	switch {
+	case opts.ReserveUnits != 0:
+	case opts.ReservePercent == 0:
+		b.ReservePercent = youtube.DefaultReservePercent
+	case opts.ReservePercent > 0:
+		b.ReservePercent = opts.ReservePercent
+	}
+	return b
+}
+
 // youtubeKeys puts the upstream's key in its project (the "pool" option):
 // opts.Projects when one is named, else the keys argument
 // (youtube.DefaultProject).
@@ -120,6 +143,16 @@ func buildYouTube(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper
 		return nil, err
 	}
 	opts.Base, opts.Tollgate = base, cfg
+	shares, pace, err := u.fairness()
+	if err != nil {
+		return nil, err
+	}
+	if shares != nil || pace != nil {
+		if opts.Window > 0 {
+			return nil, errors.New("shares and pace divide and spread the Pacific day: leave out the option window")
+		}
+		opts.Buckets = map[string]tollgate.Bucket{youtube.Pool: youtubePool(opts, shares, pace)}
+	}
 	return youtube.NewTransport(youtubeKeys(u, o.Pool, opts), rdb, opts)
 }
 
@@ -331,11 +364,18 @@ func buildCustom(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper,
 	if len(u.Buckets) == 0 {
 		return nil, errors.New("the custom provider needs \"buckets\": the limits of every bucket its cost table charges")
 	}
+	shares, pace, err := u.fairness()
+	if err != nil {
+		return nil, err
+	}
 	cfg.Costs, cfg.Base, cfg.Buckets = table, base, map[string]tollgate.Bucket{}
 	for name, b := range u.Buckets {
-		if cfg.Buckets[name], err = b.limitsOf(name); err != nil {
+		bucket, err := b.limitsOf(name)
+		if err != nil {
 			return nil, err
 		}
+		bucket.Shares, bucket.Pace = shares, pace
+		cfg.Buckets[name] = bucket
 	}
 	if cfg.Limiter, err = quota.New(rdb); err != nil {
 		return nil, err

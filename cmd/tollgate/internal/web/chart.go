@@ -189,6 +189,12 @@ func overTime(w Window, now time.Time) chart {
 		text{X: right, Y: chartH - 6, Anchor: "end", Class: "lbl", Text: w.End.In(zone).Format(layout + " MST")},
 	)
 
+	if w.Paced {
+		// What the window may have spent by each instant.
+		c.Lines = append(c.Lines, line{X1: padLeft, Y1: y(float64(w.PaceBurst)), X2: right, Y2: y(float64(w.Limit)), Class: "pace"})
+		c.Texts = append(c.Texts, text{X: padLeft + 4, Y: y(float64(w.PaceBurst)) - 4, Anchor: "start", Class: "lbl", Text: "pace"})
+	}
+
 	// The running total, as steps: flat until a slice, up by its units.
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v,%v", x(w.Start), base)

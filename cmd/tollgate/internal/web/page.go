@@ -129,6 +129,10 @@ type Window struct {
 	// Forecast is where the window is heading at the current rate (seam:
 	// internal/forecast); nil draws none.
 	Forecast *Forecast
+	// Paced draws the window's pace line (tollgate.Bucket.Pace), from
+	// PaceBurst units at Start to Limit at End.
+	Paced     bool
+	PaceBurst int64
 }
 
 // Point is one slice of a window's log: the units admitted in the slice

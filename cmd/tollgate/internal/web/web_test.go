@@ -208,3 +208,32 @@ func TestLoopbackHost(t *testing.T) {
 		}
 	}
 }
+
+// TestChartPaceLine: a paced window's chart draws its pace line, from
+// the burst at the window's start to the limit at its end; an unpaced
+// one draws none.
+func TestChartPaceLine(t *testing.T) {
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	w := Window{Name: "day UTC", Limit: 100, Used: 10, Start: start, End: start.Add(24 * time.Hour),
+		Series: []Point{{At: start.Add(time.Hour), Units: 10}}, Paced: true, PaceBurst: 10}
+	c := drawWindow(w, start.Add(2*time.Hour))
+	var pace []line
+	limitY := -1.0
+	for _, l := range c.Lines {
+		switch l.Class {
+		case "pace":
+			pace = append(pace, l)
+		case "limit":
+			limitY = l.Y1
+		}
+	}
+	if len(pace) != 1 || pace[0].X1 != padLeft || pace[0].X2 != padLeft+plotW || pace[0].Y2 != limitY || pace[0].Y1 <= pace[0].Y2 {
+		t.Fatalf("pace lines %+v; want one from the burst at the start to the limit (y %v) at the end", pace, limitY)
+	}
+	w.Paced = false
+	for _, l := range drawWindow(w, start.Add(2*time.Hour)).Lines {
+		if l.Class == "pace" {
+			t.Fatal("an unpaced window drew a pace line")
+		}
+	}
+}
