@@ -37,7 +37,7 @@ func TestBodyClosedOnceOnEveryPath(t *testing.T) {
 	full := func(t *testing.T, scope string) {
 		// Spend the pool so that the next upload does not fit.
 		_, err := lim.Allow(context.Background(), scope,
-			quota.Charge{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}})
+			quota.Demand{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestBodyNotReadWhileWaiting(t *testing.T) {
 	window := 300 * time.Millisecond
 	tr := newTransport(t, tollgate.Config{Transit: -1, Limiter: lim, Costs: table(t), Buckets: buckets(100, window)})
 	first, err := lim.Allow(context.Background(), tollgate.DefaultScope,
-		quota.Charge{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, window)}})
+		quota.Demand{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, window)}})
 	if err != nil || !first.OK() {
 		t.Fatal("could not fill the pool", err)
 	}

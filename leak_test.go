@@ -259,7 +259,7 @@ func allStacks() map[string]string {
 func TestLeakFilterSeesTheEngine(t *testing.T) {
 	srv, rc := realRedis(t)
 	lim := limiterOn(t, rc)
-	hour := quota.Charge{Bucket: "b", Units: 1, Limits: []quota.Limit{quota.PerWindow(1, time.Hour)}}
+	hour := quota.Demand{Bucket: "b", Units: 1, Limits: []quota.Limit{quota.PerWindow(1, time.Hour)}}
 	if _, err := lim.Wait(context.Background(), "leak", hour); err != nil { // the hour's only unit
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (s *leasing) renew(ctx context.Context, r *request) (bool, error) {
 	s.listening.Listen(ctx) // first: a pause told once the lease is granted must reach it
 	defer s.listening.Unlisten()
 	ch := r.endpoint.Charges[0]
-	want := quota.Charge{Bucket: ch.Bucket, Units: max(units, ch.Units), Limits: s.redis.limits[ch.Bucket]}
+	want := quota.Demand{Bucket: ch.Bucket, Units: max(units, ch.Units), Limits: s.redis.limits[ch.Bucket]}
 	at, ok, err := s.leases.Renew(ctx, lease.Key{Scope: r.scope, Bucket: ch.Bucket}, ch.Units, s.clock.now, term,
 		func(ctx context.Context) (*quota.Lease, error) { return s.redis.lim.Lease(ctx, r.scope, want, term) },
 		func(err error) {

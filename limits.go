@@ -172,11 +172,11 @@ func (a *limits) of(d *decider, scope, bucket string, background bool) ([]quota.
 // taught included); a limit still to be learned is left out, and so are
 // the zero-unit charges of a free request, which only name buckets for
 // their caps.
-func (a *limits) charges(d *decider, r *request, scope string) []quota.Charge {
+func (a *limits) charges(d *decider, r *request, scope string) []quota.Demand {
 	if r.endpoint.Free {
 		return nil
 	}
-	out := make([]quota.Charge, 0, len(r.endpoint.Charges))
+	out := make([]quota.Demand, 0, len(r.endpoint.Charges))
 	for _, ch := range r.endpoint.Charges {
 		lims := d.limits[ch.Bucket]
 		if r.background {
@@ -188,7 +188,7 @@ func (a *limits) charges(d *decider, r *request, scope string) []quota.Charge {
 				continue // nothing known to check: its gate holds it to one at a time
 			}
 		}
-		c := quota.Charge{Bucket: ch.Bucket, Units: ch.Units, Limits: lims}
+		c := quota.Demand{Bucket: ch.Bucket, Units: ch.Units, Limits: lims}
 		if b := a.buckets[ch.Bucket]; b.Pace != nil || b.Shares != nil {
 			c.Pace, c.Shares = b.Pace, b.Shares
 			if b.Shares != nil {

@@ -61,7 +61,7 @@ func (o *outages) record(ctx context.Context, scope, bucket string, units int64)
 	for _, lim := range limits {
 		units = min(units, lim.Units)
 	}
-	return units, o.redis.lim.Record(ctx, scope, quota.Charge{Bucket: bucket, Units: units, Limits: limits})
+	return units, o.redis.lim.Record(ctx, scope, quota.Demand{Bucket: bucket, Units: units, Limits: limits})
 }
 
 // failed switches to the outage modes after a Redis failure.

@@ -16,7 +16,7 @@ import (
 func fill(t *testing.T, lim *quota.Limiter, scope string, units, limit int64, window time.Duration) *quota.Reservation {
 	t.Helper()
 	r, err := lim.Allow(context.Background(), scope,
-		quota.Charge{Bucket: "pool", Units: units, Limits: []quota.Limit{quota.PerWindow(limit, window)}})
+		quota.Demand{Bucket: "pool", Units: units, Limits: []quota.Limit{quota.PerWindow(limit, window)}})
 	if err != nil || !r.OK() {
 		t.Fatalf("filling the pool: OK=%v err=%v", r.OK(), err)
 	}

@@ -85,7 +85,7 @@ func TestTokenBucketTransit(t *testing.T) {
 		for range 300 {
 			now = now.Add(time.Duration(rng.Int64N(int64(120 * time.Millisecond))))
 			n := 1 + rng.Int64N(4)
-			r, err := lim.Allow(context.Background(), scope, quota.Charge{Bucket: "b", Units: n, Limits: []quota.Limit{enforced}})
+			r, err := lim.Allow(context.Background(), scope, quota.Demand{Bucket: "b", Units: n, Limits: []quota.Limit{enforced}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -343,7 +343,7 @@ func TestTwoApplicationsOnOneRedis(t *testing.T) {
 	}
 	// b's limiter, under a's user, is refused with quota.ErrPermission.
 	lim := limiterOn(t, a, quota.WithPrefix("app-b:"), quota.WithPipelines(0))
-	if _, err := lim.Allow(ctx, "shared-name", quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}); !errors.Is(err, quota.ErrPermission) {
+	if _, err := lim.Allow(ctx, "shared-name", quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}); !errors.Is(err, quota.ErrPermission) {
 		t.Errorf("a limiter on app-b's prefix as app-a: %v, want quota.ErrPermission", err)
 	}
 }

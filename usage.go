@@ -70,7 +70,7 @@ func (t *Transport) Record(ctx context.Context, scope, bucket string, units int6
 	for _, lim := range limits {
 		units = min(units, lim.Units)
 	}
-	return t.cfg.Limiter.Record(ctx, scope, quota.Charge{Bucket: bucket, Units: units, Limits: limits})
+	return t.cfg.Limiter.Record(ctx, scope, quota.Demand{Bucket: bucket, Units: units, Limits: limits})
 }
 
 // Pause stops every process sharing the Redis from spending bucket in

@@ -161,7 +161,7 @@ func bucketsOf(r *request) []string {
 
 // waitUnits takes a hold for the request's units and sleeps until it is
 // due, within wctx's deadline.
-func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, charges []quota.Charge) error {
+func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, charges []quota.Demand) error {
 	maxWait := time.Duration(-1)
 	deadline, bounded := wctx.Deadline()
 	if bounded {

@@ -57,13 +57,13 @@ func BenchmarkBucketPaired(b *testing.B) {
 			wlim := limiter(b, ws, quota.WithPipelines(0))
 			blim := limiter(b, bs, quota.WithPipelines(0))
 			peer := redis_rate.NewLimiter(ws)
-			wc := []quota.Charge{{Bucket: "pool", Units: 1, Limits: v.window}}
-			bc := []quota.Charge{{Bucket: "pool", Units: 1, Limits: v.bucket}}
+			wc := []quota.Demand{{Bucket: "pool", Units: 1, Limits: v.window}}
+			bc := []quota.Demand{{Bucket: "pool", Units: 1, Limits: v.bucket}}
 			if strings.HasSuffix(v.name, "three-buckets") {
 				// A model's requests, input and output tokens: three charges.
 				for _, name := range []string{"input", "output"} {
-					wc = append(wc, quota.Charge{Bucket: name, Units: 100, Limits: v.window})
-					bc = append(bc, quota.Charge{Bucket: name, Units: 100, Limits: v.bucket})
+					wc = append(wc, quota.Demand{Bucket: name, Units: 100, Limits: v.window})
+					bc = append(bc, quota.Demand{Bucket: name, Units: 100, Limits: v.bucket})
 				}
 			}
 			var next atomic.Int64

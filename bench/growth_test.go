@@ -32,7 +32,7 @@ func BenchmarkGrowth(b *testing.B) {
 		for i := range limits { // windows of 1 s, 2 s, 4 s...: each its own keys
 			limits[i] = never(time.Second << i)
 		}
-		c := quota.Charge{Bucket: "pool", Units: 1, Limits: limits}
+		c := quota.Demand{Bucket: "pool", Units: 1, Limits: limits}
 		b.Run("limits="+strconv.Itoa(n), func(b *testing.B) {
 			parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 				_, err := lim.Allow(ctx, "limits-"+strconv.Itoa(n), c)
@@ -47,7 +47,7 @@ func BenchmarkGrowth(b *testing.B) {
 	for _, n := range []int{10, 1000, 100_000, 1_000_000} {
 		clock := testclock.New(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
 		lim := limiter(b, rdb, quota.WithClock(clock.Now))
-		c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Hour)}}
+		c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Hour)}}
 		scope := "calls-" + strconv.Itoa(n)
 		spread(b, lim, clock, scope, c, n, 59*time.Minute)
 		entries := logEntries(b, rdb, scope)
@@ -66,7 +66,7 @@ func BenchmarkGrowth(b *testing.B) {
 		for i := range scopes {
 			scopes[i] = "scope-" + strconv.Itoa(n) + "-" + strconv.Itoa(i)
 		}
-		c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Hour)}}
+		c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Hour)}}
 		var next atomic.Int64
 		allow := func(ctx context.Context, _ int) error {
 			_, err := lim.Allow(ctx, scopes[int(next.Add(1))%n], c)
@@ -87,7 +87,7 @@ func BenchmarkGrowth(b *testing.B) {
 		client := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, PoolSize: n})
 		b.Cleanup(func() { client.Close() })
 		lim := limiter(b, client)
-		c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Second)}}
+		c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Second)}}
 		b.Run("callers="+strconv.Itoa(n), func(b *testing.B) {
 			parallelBy(b, n, rdb, "evalsha", func(ctx context.Context, _ int) error {
 				_, err := lim.Allow(ctx, "callers", c)
@@ -100,7 +100,7 @@ func BenchmarkGrowth(b *testing.B) {
 // spread admits calls of c in scope, moving clock evenly across d as they
 // go, from up to 200 goroutines (sharing the limiter's pipelines; one for
 // every hundred calls, so that few calls are also spread).
-func spread(tb testing.TB, lim *quota.Limiter, clock *testclock.Clock, scope string, c quota.Charge, calls int, d time.Duration) {
+func spread(tb testing.TB, lim *quota.Limiter, clock *testclock.Clock, scope string, c quota.Demand, calls int, d time.Duration) {
 	tb.Helper()
 	step := d / time.Duration(calls)
 	var next atomic.Int64

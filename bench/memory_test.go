@@ -36,7 +36,7 @@ func TestMillionCallsMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Hour)}}
+	c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Hour)}}
 	const calls = 1_000_000
 	spread(t, lim, clock, "million", c, calls, time.Hour-time.Second)
 
@@ -83,7 +83,7 @@ func TestMillionCallsAsFastAsTheyCome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Hour)}}
+	c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Hour)}}
 	const calls = 1_000_000
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -155,7 +155,7 @@ func BenchmarkTrim(b *testing.B) {
 				clock := testclock.New(t0)
 				lim := limiter(b, rdb, quota.WithClock(clock.Now))
 				scope := name + "-" + strconv.Itoa(i)
-				c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{lim1}}
+				c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{lim1}}
 				fill := slices
 				if !trim {
 					fill = slices - 1 // room left for the decision

@@ -193,7 +193,7 @@ func BenchmarkDecisions(b *testing.B) {
 	}{{"tollgate", lim}, {"tollgate-unpipelined", limiter(b, rdb, quota.WithPipelines(0))}} {
 		for _, cost := range []int64{1, 100} {
 			b.Run(v.name+"/cost="+strconv.FormatInt(cost, 10), func(b *testing.B) {
-				c := quota.Charge{Bucket: "pool", Units: cost, Limits: []quota.Limit{never(time.Second)}}
+				c := quota.Demand{Bucket: "pool", Units: cost, Limits: []quota.Limit{never(time.Second)}}
 				parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 					_, err := v.lim.Allow(ctx, "hot", c)
 					return err
@@ -201,7 +201,7 @@ func BenchmarkDecisions(b *testing.B) {
 			})
 		}
 		b.Run(v.name+"/two-limits", func(b *testing.B) {
-			c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerDay(quota.MaxUnits, pacific), never(time.Hour)}}
+			c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerDay(quota.MaxUnits, pacific), never(time.Hour)}}
 			parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 				_, err := v.lim.Allow(ctx, "two", c)
 				return err
@@ -209,7 +209,7 @@ func BenchmarkDecisions(b *testing.B) {
 		})
 	}
 	b.Run("tollgate/10000-scopes", func(b *testing.B) {
-		c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Second)}}
+		c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Second)}}
 		scopes := make([]string, 10000)
 		for i := range scopes {
 			scopes[i] = "scope-" + strconv.Itoa(i)

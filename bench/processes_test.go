@@ -417,7 +417,7 @@ func decider(rdb redis.UniversalClient, kind string) (func(ctx context.Context, 
 		if err != nil {
 			return nil, err
 		}
-		c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Minute)}}
+		c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Minute)}}
 		return func(ctx context.Context, scope string) error {
 			res, err := lim.Allow(ctx, scope, c)
 			if err == nil && !res.OK() {

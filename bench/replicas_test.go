@@ -28,7 +28,7 @@ func BenchmarkReplicas(b *testing.B) {
 	cluster.WaitReplicasSynced(b)
 	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs, PoolSize: callers})
 	b.Cleanup(func() { rc.Close() })
-	c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Minute)}}
+	c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Minute)}}
 	scopes := make([]string, 64)
 	for i := range scopes {
 		scopes[i] = "s" + strconv.Itoa(i)

@@ -51,7 +51,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	b.Run("bare", func(b *testing.B) { parallel(b, nil, "", trip(base)) })
 	b.Run("decision", func(b *testing.B) {
-		c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Second + 50*time.Millisecond)}} // the window and the default Transit
+		c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Second + 50*time.Millisecond)}} // the window and the default Transit
 		parallel(b, rdb, "evalsha", func(ctx context.Context, _ int) error {
 			_, err := lim.Allow(ctx, "hot", c)
 			return err

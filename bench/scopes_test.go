@@ -81,7 +81,7 @@ func BenchmarkScopes(b *testing.B) {
 		{"tollgate-unpipelined/two-limits", one, 1, []quota.Limit{never(time.Minute), quota.PerDay(quota.MaxUnits, pacific)}},
 		{"tollgate/cost=1", shared, 1, []quota.Limit{never(time.Minute)}},
 	} {
-		c := quota.Charge{Bucket: "pool", Units: v.units, Limits: v.limits}
+		c := quota.Demand{Bucket: "pool", Units: v.units, Limits: v.limits}
 		b.Run(v.name, func(b *testing.B) {
 			allow := func(ctx context.Context, _ int) error {
 				_, err := v.lim.Allow(ctx, scope(), c)
@@ -128,7 +128,7 @@ func BenchmarkScopesPaired(b *testing.B) {
 			tg, rr := server(b), server(b)
 			lim := limiter(b, tg, v.opts...)
 			peer := redis_rate.NewLimiter(rr)
-			c := quota.Charge{Bucket: "pool", Units: v.units, Limits: v.limits}
+			c := quota.Demand{Bucket: "pool", Units: v.units, Limits: v.limits}
 			var next atomic.Int64
 			pair := func(ctx context.Context, _ int) error {
 				s := scopes[int(next.Add(1))%n]
@@ -183,7 +183,7 @@ func BenchmarkScopesInTurn(b *testing.B) {
 		scopes[i] = "scope-" + strconv.Itoa(i)
 	}
 	limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000, Period: time.Minute}
-	c := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Minute)}}
+	c := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{never(time.Minute)}}
 	type turn struct {
 		name  string
 		rdb   *redis.Client

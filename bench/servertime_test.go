@@ -26,7 +26,7 @@ func BenchmarkServerTime(b *testing.B) {
 			rr := redistest.Start(b).Client(b)
 			lim := limiter(b, tg, quota.WithPipelines(0))
 			peer := redis_rate.NewLimiter(rr)
-			c := quota.Charge{Bucket: "pool", Units: int64(cost), Limits: []quota.Limit{never(time.Hour)}}
+			c := quota.Demand{Bucket: "pool", Units: int64(cost), Limits: []quota.Limit{never(time.Hour)}}
 			// A billion an hour: never reached, and a call's share (3.6 µs)
 			// large enough for the peer's clock to hold, so that it writes.
 			limit := redis_rate.Limit{Rate: 1_000_000_000, Burst: 1_000_000_000, Period: time.Hour}

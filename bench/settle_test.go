@@ -14,7 +14,7 @@ import (
 func BenchmarkSettle(b *testing.B) {
 	rdb := server(b)
 	lim := limiter(b, rdb)
-	c := quota.Charge{Bucket: "pool", Units: 100, Limits: []quota.Limit{never(time.Second)}}
+	c := quota.Demand{Bucket: "pool", Units: 100, Limits: []quota.Limit{never(time.Second)}}
 	b.Run("ping", func(b *testing.B) {
 		parallel(b, rdb, "ping", func(ctx context.Context, _ int) error { return rdb.Ping(ctx).Err() })
 	})

@@ -34,7 +34,7 @@ func BenchmarkShares(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			rdb := server(b)
 			lim := limiter(b, rdb, quota.WithPipelines(0))
-			charges := make([]quota.Charge, max(c.tenants, 1))
+			charges := make([]quota.Demand, max(c.tenants, 1))
 			var shares *quota.Shares
 			if c.tenants > 0 {
 				shares = &quota.Shares{Weights: map[string]float64{}}
@@ -43,7 +43,7 @@ func BenchmarkShares(b *testing.B) {
 				}
 			}
 			for i := range charges {
-				charges[i] = quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{day}, Shares: shares}
+				charges[i] = quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{day}, Shares: shares}
 				if shares != nil {
 					charges[i].Tenant = fmt.Sprintf("tenant-%d", i)
 				}

@@ -153,12 +153,12 @@ func TestSuiteCluster(t *testing.T) {
 func scope(t *testing.T, suffix string) string { return t.Name() + "/" + suffix }
 
 // charge builds a one-bucket charge.
-func charge(bucket string, cost int64, limits ...Limit) Charge {
-	return Charge{Bucket: bucket, Units: cost, Limits: limits}
+func charge(bucket string, cost int64, limits ...Limit) Demand {
+	return Demand{Bucket: bucket, Units: cost, Limits: limits}
 }
 
 // mustAllow calls Allow and fails the test on error.
-func mustAllow(t *testing.T, l *Limiter, scope string, charges ...Charge) *Reservation {
+func mustAllow(t *testing.T, l *Limiter, scope string, charges ...Demand) *Reservation {
 	t.Helper()
 	r, err := l.Allow(context.Background(), scope, charges...)
 	if err != nil {

@@ -23,7 +23,7 @@ func (l *Limiter) backgroundKeys(scope string) []string {
 // background decides a background call, waiting its turn up to maxWait µs
 // (0: decide once; unbounded: no bound but ctx's). The reservation it
 // returns is admitted now, or refused.
-func (l *Limiter) background(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+func (l *Limiter) background(ctx context.Context, scope string, maxWait int64, charges []Demand) (*Reservation, error) {
 	keys, args, seq, err := l.decision(scope, 0, charges, true)
 	if err != nil {
 		return nil, err

@@ -77,7 +77,7 @@ type cancelRig struct {
 	l     *Limiter
 	proxy *redistest.Proxy
 	lim   Limit
-	ch    Charge
+	ch    Demand
 }
 
 func newCancelRig(t *testing.T) *cancelRig {

@@ -25,7 +25,7 @@ func ExampleTokenBucket() {
 
 	// 60 requests a minute, refilled continuously: a burst of 60 at once,
 	// then one a second.
-	rpm := quota.Charge{Bucket: "requests", Units: 30, Limits: []quota.Limit{quota.TokenBucket(60, 60, time.Minute)}}
+	rpm := quota.Demand{Bucket: "requests", Units: 30, Limits: []quota.Limit{quota.TokenBucket(60, 60, time.Minute)}}
 	for range 3 {
 		r, err := lim.Allow(ctx, "project-a", rpm)
 		if err != nil {

@@ -218,7 +218,7 @@ func TestBucketOlderStatusSkipsIt(t *testing.T) {
 	}
 	// A decision's keys and arguments as each version sent them (the
 	// bucket's span in place of a window's length).
-	keys, args, _, err := l.decision(s, 0, []Charge{charge("alone", 1, rpm)}, false)
+	keys, args, _, err := l.decision(s, 0, []Demand{charge("alone", 1, rpm)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

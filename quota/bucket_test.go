@@ -421,8 +421,8 @@ func testBucketBesideDay(t *testing.T, b *backend) {
 	rpm := TokenBucket(5, 5, time.Minute)
 	day := PerDay(12, time.UTC)
 	tokens := TokenBucket(1000, 1000, time.Minute)
-	call := func(units int64) []Charge {
-		return []Charge{charge("requests", 1, rpm, day), charge("tokens", units, tokens)}
+	call := func(units int64) []Demand {
+		return []Demand{charge("requests", 1, rpm, day), charge("tokens", units, tokens)}
 	}
 	for i := range 5 {
 		if r := mustAllow(t, l, s, call(100)...); !r.OK() {
@@ -541,7 +541,7 @@ func testBucketFastAgrees(t *testing.T, b *backend) {
 		fastClock.Add(d)
 		slowClock.Add(d)
 		n := 1 + rng.Int64N(20)
-		charges := []Charge{charge("b", n, lim)}
+		charges := []Demand{charge("b", n, lim)}
 		if i%2 == 1 { // a call charging two buckets, as requests and tokens
 			charges = append(charges, charge("tokens", 1+rng.Int64N(500), tokens))
 		}
@@ -676,8 +676,8 @@ func TestTokenBucketValidate(t *testing.T) {
 	}
 	// A bucket and a window of one period are two limits of a bucket, with
 	// keys of their own.
-	c := Charge{Bucket: "b", Units: 1, Limits: []Limit{TokenBucket(10, 10, time.Minute), PerWindow(10, time.Minute)}}
-	if _, err := (&Limiter{}).checkCharges("s", []Charge{c}); err != nil {
+	c := Demand{Bucket: "b", Units: 1, Limits: []Limit{TokenBucket(10, 10, time.Minute), PerWindow(10, time.Minute)}}
+	if _, err := (&Limiter{}).checkCharges("s", []Demand{c}); err != nil {
 		t.Errorf("a bucket beside a window of its period: %v", err)
 	}
 }
@@ -703,10 +703,10 @@ func testBucketPause(t *testing.T, b *backend) {
 	s := scope(t, "s")
 	rpm := TokenBucket(10, 10, 10*time.Second)
 	tokens := TokenBucket(1000, 1000, 10*time.Second)
-	both := []Charge{charge("requests", 1, rpm), charge("tokens", 100, tokens)}
+	both := []Demand{charge("requests", 1, rpm), charge("tokens", 100, tokens)}
 	for _, pause := range []struct {
 		bucket  string
-		charges []Charge
+		charges []Demand
 	}{{"requests", both[:1]}, {"requests", both}, {"tokens", both}, {"", both}} {
 		if err := l.Pause(ctx, s, pause.bucket, 5*time.Second); err != nil {
 			t.Fatal(err)

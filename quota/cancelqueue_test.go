@@ -27,7 +27,7 @@ func TestCancelledHoldLeavesNoQueue(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	l := mustNew(t, c, WithClock(clock))
 	ctx := context.Background()
-	charge := Charge{Bucket: "b", Units: 1, Limits: []Limit{PerDay(1000, time.UTC)}}
+	charge := Demand{Bucket: "b", Units: 1, Limits: []Limit{PerDay(1000, time.UTC)}}
 
 	if r, err := l.Reserve(ctx, "s", 0, charge); err != nil || !r.OK() || r.Delay() != 0 {
 		t.Fatalf("first request: %v, %v; want admitted now", r, err)
@@ -75,7 +75,7 @@ func TestCancelHoldsOfOneSliceOfADay(t *testing.T) {
 	now := time.Date(2026, 11, 2, 0, 0, 1, 0, time.UTC)
 	l := mustNew(t, c, WithClock(func() time.Time { return now }))
 	ctx := context.Background()
-	charge := Charge{Bucket: "b", Units: 2, Limits: []Limit{PerDay(1000, time.UTC)}}
+	charge := Demand{Bucket: "b", Units: 2, Limits: []Limit{PerDay(1000, time.UTC)}}
 	if r, err := l.Reserve(ctx, "s", 0, charge); err != nil || !r.OK() {
 		t.Fatalf("first request: %v, %v", r, err)
 	}

@@ -48,7 +48,7 @@ type Description struct {
 	// Transit is what sliding and fixed windows were lengthened by, e.g.
 	// 50ms.
 	Transit time.Duration
-	// Pace and Shares are the bucket's (Charge.Pace, Charge.Shares); nil
+	// Pace and Shares are the bucket's (Demand.Pace, Demand.Shares); nil
 	// when it has none.
 	Pace   *Pace
 	Shares *Shares

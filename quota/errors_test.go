@@ -50,25 +50,25 @@ func TestInvalidInput(t *testing.T) {
 	cases := []struct {
 		name    string
 		scope   string
-		charges []Charge
+		charges []Demand
 	}{
 		{"no charges", "s", nil},
-		{"empty scope", "", []Charge{charge("b", 1, minute)}},
-		{"zero units", "s", []Charge{charge("b", 1, PerWindow(0, time.Minute))}},
-		{"negative units", "s", []Charge{charge("b", 1, PerWindow(-5, time.Minute))}},
-		{"units past MaxUnits", "s", []Charge{charge("b", 1, PerWindow(MaxUnits+1, time.Minute))}},
-		{"zero window", "s", []Charge{charge("b", 1, PerWindow(10, 0))}},
-		{"negative window", "s", []Charge{charge("b", 1, PerWindow(10, -time.Second))}},
-		{"sub-microsecond window", "s", []Charge{charge("b", 1, PerWindow(10, time.Nanosecond))}},
-		{"calendar without location", "s", []Charge{charge("b", 1, PerDay(10, nil))}},
-		{"calendar with a window", "s", []Charge{charge("b", 1, Limit{Units: 10, Calendar: true, Window: time.Hour, Location: time.UTC})}},
-		{"zero limit", "s", []Charge{charge("b", 1, Limit{})}},
-		{"no limits", "s", []Charge{charge("b", 1)}},
-		{"zero cost", "s", []Charge{charge("b", 0, minute)}},
-		{"negative cost", "s", []Charge{charge("b", -1, minute)}},
-		{"cost near int64 overflow", "s", []Charge{charge("b", 1<<62, minute)}},
-		{"one window twice", "s", []Charge{charge("b", 1, minute, PerWindow(99, time.Minute))}},
-		{"one bucket window in two charges", "s", []Charge{charge("b", 1, minute), charge("b", 2, minute)}},
+		{"empty scope", "", []Demand{charge("b", 1, minute)}},
+		{"zero units", "s", []Demand{charge("b", 1, PerWindow(0, time.Minute))}},
+		{"negative units", "s", []Demand{charge("b", 1, PerWindow(-5, time.Minute))}},
+		{"units past MaxUnits", "s", []Demand{charge("b", 1, PerWindow(MaxUnits+1, time.Minute))}},
+		{"zero window", "s", []Demand{charge("b", 1, PerWindow(10, 0))}},
+		{"negative window", "s", []Demand{charge("b", 1, PerWindow(10, -time.Second))}},
+		{"sub-microsecond window", "s", []Demand{charge("b", 1, PerWindow(10, time.Nanosecond))}},
+		{"calendar without location", "s", []Demand{charge("b", 1, PerDay(10, nil))}},
+		{"calendar with a window", "s", []Demand{charge("b", 1, Limit{Units: 10, Calendar: true, Window: time.Hour, Location: time.UTC})}},
+		{"zero limit", "s", []Demand{charge("b", 1, Limit{})}},
+		{"no limits", "s", []Demand{charge("b", 1)}},
+		{"zero cost", "s", []Demand{charge("b", 0, minute)}},
+		{"negative cost", "s", []Demand{charge("b", -1, minute)}},
+		{"cost near int64 overflow", "s", []Demand{charge("b", 1<<62, minute)}},
+		{"one window twice", "s", []Demand{charge("b", 1, minute, PerWindow(99, time.Minute))}},
+		{"one bucket window in two charges", "s", []Demand{charge("b", 1, minute), charge("b", 2, minute)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

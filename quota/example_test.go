@@ -32,7 +32,7 @@ func Example() {
 	}
 
 	// A search costs 100 units of a pool that allows 250 a minute.
-	search := quota.Charge{Bucket: "pool", Units: 100, Limits: []quota.Limit{quota.PerWindow(250, time.Minute)}}
+	search := quota.Demand{Bucket: "pool", Units: 100, Limits: []quota.Limit{quota.PerWindow(250, time.Minute)}}
 	for range 3 {
 		r, err := lim.Allow(ctx, "project-a", search)
 		if err != nil {
@@ -59,10 +59,10 @@ func ExampleLimiter_Reserve() {
 	}
 
 	perSecond := quota.PerWindow(10, time.Second)
-	lim.Allow(ctx, "project-a", quota.Charge{Bucket: "pool", Units: 10, Limits: []quota.Limit{perSecond}})
+	lim.Allow(ctx, "project-a", quota.Demand{Bucket: "pool", Units: 10, Limits: []quota.Limit{perSecond}})
 
 	// The window is full: take a hold up to 5s ahead instead of being refused.
-	r, err := lim.Reserve(ctx, "project-a", 5*time.Second, quota.Charge{Bucket: "pool", Units: 4, Limits: []quota.Limit{perSecond}})
+	r, err := lim.Reserve(ctx, "project-a", 5*time.Second, quota.Demand{Bucket: "pool", Units: 4, Limits: []quota.Limit{perSecond}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func ExampleLimiter_Wait() {
 		log.Fatal(err)
 	}
 
-	hourly := quota.Charge{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}
+	hourly := quota.Demand{Bucket: "pool", Units: 60, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}
 	for i := range 2 {
 		_, err := lim.Wait(ctx, "project-a", hourly)
 		var refused *quota.RefusedError
@@ -125,7 +125,7 @@ func ExampleLimiter_Usage() {
 		log.Fatal(err)
 	}
 	day := quota.PerDay(9500, pacific) // 10,000 a day, less a 5% reserve
-	lim.Allow(ctx, "project-a", quota.Charge{Bucket: "pool", Units: 100, Limits: []quota.Limit{day}})
+	lim.Allow(ctx, "project-a", quota.Demand{Bucket: "pool", Units: 100, Limits: []quota.Limit{day}})
 
 	u, err := lim.Usage(ctx, "project-a", "pool", day)
 	if err != nil {
@@ -147,7 +147,7 @@ func ExampleCostError() {
 		log.Fatal(err)
 	}
 
-	upload := quota.Charge{Bucket: "pool", Units: 1600, Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}}
+	upload := quota.Demand{Bucket: "pool", Units: 1600, Limits: []quota.Limit{quota.PerWindow(1000, time.Hour)}}
 	_, err = lim.Allow(context.Background(), "project-a", upload)
 	fmt.Println(errors.Is(err, quota.ErrCostExceedsLimit))
 	fmt.Println(err)
@@ -170,7 +170,7 @@ func ExampleWithPipelines() {
 		log.Fatal(err)
 	}
 
-	perMinute := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(30, time.Minute)}}
+	perMinute := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(30, time.Minute)}}
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
 	for range 50 {

@@ -29,7 +29,7 @@ type Pace struct {
 }
 
 // Shares divides a charge's calendar days and fixed windows (whose end is
-// known) among tenants (Charge.Tenant). A tenant's share of a limit of U
+// known) among tenants (Demand.Tenant). A tenant's share of a limit of U
 // units is U·weight/W, W the sum of the weights of the tenants listed and
 // of those not listed that asked within Idle (weighing 1 each); with a
 // Pace, the share is paced as the limit is. A tenant that has spent less
@@ -102,7 +102,7 @@ func (p *Pace) burstUnits(units int64) int64 {
 
 // isFair reports whether a charge has a pace or shares, which the fair
 // scripts decide.
-func isFair(charges []Charge) bool {
+func isFair(charges []Demand) bool {
 	for _, c := range charges {
 		if c.Pace != nil || c.Shares != nil {
 			return true
@@ -113,7 +113,7 @@ func isFair(charges []Charge) bool {
 
 // checkTenants reports charges with shares that name different tenants:
 // a decision is one tenant's.
-func checkTenants(charges []Charge) error {
+func checkTenants(charges []Demand) error {
 	tenant := tenantOf(charges)
 	for _, c := range charges {
 		if c.Shares != nil && c.Tenant != tenant {
@@ -124,7 +124,7 @@ func checkTenants(charges []Charge) error {
 }
 
 // tenantOf returns the tenant of charges with shares.
-func tenantOf(charges []Charge) string {
+func tenantOf(charges []Demand) string {
 	for _, c := range charges {
 		if c.Shares != nil {
 			return c.Tenant
@@ -139,7 +139,7 @@ func tenantsKey(meta string) string {
 }
 
 // fairReserve decides charges with a pace or shares (fairreserve.lua).
-func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, charges []Demand) (*Reservation, error) {
 	if err := checkTenants(charges); err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (r *Reservation) fairUndo(script *redis.Script, keys []string, args []any, 
 }
 
 // hasShares reports whether a charge has shares.
-func hasShares(charges []Charge) bool {
+func hasShares(charges []Demand) bool {
 	for _, c := range charges {
 		if c.Shares != nil {
 			return true

@@ -1,6 +1,6 @@
 -- fair.lua: what a decision on a bucket with a pace or shares needs
 -- beyond decide.lua: the pace line, the tenants' spending, and the
--- earliest instant both allow (Charge.Pace, Charge.Shares).
+-- earliest instant both allow (Demand.Pace, Demand.Shares).
 --
 -- Provides: muldiv(), counted_in(), tenants_parse(), tenants_format(),
 -- tenants_read(), tenants_write(), tenant_add(), fair_fit().

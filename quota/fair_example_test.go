@@ -25,7 +25,7 @@ func ExamplePace() {
 
 	// 2,400 units a day, a tenth of them free at midnight, the rest spread
 	// over the day: by 06:00, 240 + 2160/4 = 780.
-	day := quota.Charge{Bucket: "pool", Units: 780, Limits: []quota.Limit{quota.PerDay(2400, time.UTC)},
+	day := quota.Demand{Bucket: "pool", Units: 780, Limits: []quota.Limit{quota.PerDay(2400, time.UTC)},
 		Pace: &quota.Pace{Burst: 0.1}}
 	r, err := lim.Allow(ctx, "project-a", day)
 	if err != nil {
@@ -59,7 +59,7 @@ func ExampleShares() {
 	// 100 units a day among two regions, eu weighing 3: 75 and 25.
 	shares := &quota.Shares{Weights: map[string]float64{"eu": 3, "us": 1}}
 	spend := func(tenant string, units int64) {
-		c := quota.Charge{Bucket: "pool", Units: units, Limits: []quota.Limit{quota.PerDay(100, time.UTC)}, Shares: shares, Tenant: tenant}
+		c := quota.Demand{Bucket: "pool", Units: units, Limits: []quota.Limit{quota.PerDay(100, time.UTC)}, Shares: shares, Tenant: tenant}
 		r, err := lim.Allow(ctx, "project-a", c)
 		if err != nil {
 			log.Fatal(err)

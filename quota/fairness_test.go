@@ -67,7 +67,7 @@ func testFIFOAcrossBuckets(t *testing.T, b *backend) {
 	s := scope(t, "s")
 	pool := PerWindow(100, 10*time.Second)
 	search := PerWindow(1, 10*time.Second)
-	both := []Charge{charge("pool", 1, pool), charge("search", 1, search)}
+	both := []Demand{charge("pool", 1, pool), charge("search", 1, search)}
 
 	mustAllow(t, l, s, both...)
 	clock.Set(t0.Add(time.Second))

@@ -62,10 +62,10 @@ func testFastPathAgrees(t *testing.T, b *backend) {
 	}
 	// Calls ask for 22 units/s on average: more than some limits allow, so
 	// that the run has admissions, refusals and holds.
-	one := []Charge{charge("one", 1, PerWindow(150, 10*time.Second))}
-	two := []Charge{charge("two", 1, PerDay(1200, pacific), PerWindow(60, 5*time.Second))}
-	both := []Charge{one[0], two[0]}
-	sets := [][]Charge{one, two, both}
+	one := []Demand{charge("one", 1, PerWindow(150, 10*time.Second))}
+	two := []Demand{charge("two", 1, PerDay(1200, pacific), PerWindow(60, 5*time.Second))}
+	both := []Demand{one[0], two[0]}
+	sets := [][]Demand{one, two, both}
 
 	rng := rand.New(rand.NewPCG(6, 1))
 	var last [2]*Reservation
@@ -73,7 +73,7 @@ func testFastPathAgrees(t *testing.T, b *backend) {
 		d := time.Duration(rng.IntN(400)) * time.Millisecond
 		set := sets[rng.IntN(len(sets))]
 		cost := int64(1 + rng.IntN(8))
-		charges := make([]Charge, len(set))
+		charges := make([]Demand, len(set))
 		for i, c := range set {
 			charges[i] = charge(c.Bucket, cost, c.Limits...)
 		}

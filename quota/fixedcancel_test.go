@@ -24,8 +24,8 @@ func TestCancelHoldsOfSeveralFixedWindows(t *testing.T) {
 	ctx := context.Background()
 	const window = time.Hour // long: nothing here depends on timing
 	ends := time.Now().Add(window / 2)
-	charge := func(units int64) Charge {
-		return Charge{Bucket: "b", Units: 1, Limits: []Limit{PerFixedWindow(units, window, ends)}}
+	charge := func(units int64) Demand {
+		return Demand{Bucket: "b", Units: 1, Limits: []Limit{PerFixedWindow(units, window, ends)}}
 	}
 	var holds []*Reservation
 	for i := range 6 { // 2 now, 2 in the next window, 2 in the one after

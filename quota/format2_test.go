@@ -37,8 +37,8 @@ func format2(part string) string {
 // that version would: the same keys and arguments as this version's
 // reserve script (format 2 read an entry id it no longer needs), its
 // reply's fast form in text.
-func format2Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Duration, c Charge) (*Reservation, error) {
-	keys, args, seq, err := l.decision(scope, maxWait.Microseconds(), []Charge{c}, true)
+func format2Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Duration, c Demand) (*Reservation, error) {
+	keys, args, seq, err := l.decision(scope, maxWait.Microseconds(), []Demand{c}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func format2Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Du
 			return nil, err
 		}
 	}
-	return l.reservation(scope, []Charge{c}, seq, reply)
+	return l.reservation(scope, []Demand{c}, seq, reply)
 }
 
 // testUpgradeFromFormat2: processes of this format take over a scope that

@@ -49,7 +49,7 @@ func legacySum(w *window) string { return strings.TrimSuffix(w.meta, ":meta") + 
 // format1Keys returns the keys and arguments a process of format 1 sent
 // to decide one charge: each window's meta and sum, the pauses, the logs;
 // the clock, maxwait, an entry id, then per window units, room and span.
-func format1Keys(l *Limiter, scope string, maxWait time.Duration, c Charge, id string) ([]string, []any) {
+func format1Keys(l *Limiter, scope string, maxWait time.Duration, c Demand, id string) ([]string, []any) {
 	now, clockArg := l.clockArg()
 	var keys, logs []string
 	args := []any{clockArg, maxWait.Microseconds(), id}
@@ -66,7 +66,7 @@ func format1Keys(l *Limiter, scope string, maxWait time.Duration, c Charge, id s
 
 // format1Allow decides with the previous version's script, as a process of
 // that version would.
-func format1Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Duration, c Charge, id string) (*Reservation, error) {
+func format1Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Duration, c Demand, id string) (*Reservation, error) {
 	keys, args := format1Keys(l, scope, maxWait, c, id)
 	reply, err := format1Reserve.Run(ctx, l.client, keys, args...).Result()
 	if err != nil {
@@ -81,7 +81,7 @@ func format1Allow(ctx context.Context, l *Limiter, scope string, maxWait time.Du
 			return nil, err
 		}
 	}
-	return l.reservation(scope, []Charge{c}, 0, reply)
+	return l.reservation(scope, []Demand{c}, 0, reply)
 }
 
 // testUpgradeFromFormat1: processes of this format take over a scope that

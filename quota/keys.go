@@ -22,7 +22,7 @@ const format = 3
 //	<prefix>{S}:B:r<period>:tat   a token bucket's state (see bucket.lua): "#3r:" then five big-endian
 //	                       8-byte integers. A key kind older processes never read: their tools
 //	                       skip it (no ":log", ":meta" or ":sum" suffix)
-//	<prefix>{S}:B:w:tenants  the tenants of a window with shares (Charge.Shares; see fair.lua): "T1",
+//	<prefix>{S}:B:w:tenants  the tenants of a window with shares (Demand.Shares; see fair.lua): "T1",
 //	                       then per tenant "\n<length>:<name><seen µs>" and ";<window start µs>:<units>"
 //	                       per window it spent in. A key kind older processes never read (no
 //	                       ":log", ":meta" or ":sum" suffix)

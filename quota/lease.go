@@ -29,7 +29,7 @@ import (
 type Lease struct {
 	lim      *Limiter
 	scope    string
-	charge   Charge // Units: the units asked for
+	charge   Demand // Units: the units asked for
 	id       string
 	granted  int64
 	at, ends int64     // the grant and the end on the server's clock, µs (lease.lua)
@@ -46,7 +46,7 @@ type Lease struct {
 // hold waits: a lease does not jump the queue. When nothing can be
 // granted it returns a *RefusedError with the time after which a unit
 // might fit. End the lease when done, to give back what was not spent.
-func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Duration) (*Lease, error) {
+func (l *Limiter) Lease(ctx context.Context, scope string, c Demand, d time.Duration) (*Lease, error) {
 	if err := l.check(scope); err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Charge, d time.Dura
 		if err := lim.Validate(); err != nil {
 			return nil, err
 		}
-		if duplicateWindow([]Charge{c}, 0, j) {
+		if duplicateWindow([]Demand{c}, 0, j) {
 			return nil, invalid("lease", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
 		}
 	}

@@ -184,10 +184,11 @@ func (l Limit) sliding() bool {
 	return !l.Calendar && !l.refilling() && (!l.Fixed || l.Ends.IsZero())
 }
 
-// A Charge asks for Units of one bucket of a scope, checked against every
-// limit in Limits. A decision may carry several charges, on several
-// buckets; all are admitted together or not at all.
-type Charge struct {
+// A Demand asks for Units of one bucket of a scope, checked against every
+// limit in Limits. It is the engine's side of a cost table's costs.Charge,
+// which names only the bucket and the units. A decision may carry several
+// demands, on several buckets; all are admitted together or not at all.
+type Demand struct {
 	// Bucket names the counter within the scope, e.g. "pool" or "search".
 	Bucket string
 	// Units is what the call spends, e.g. 100 for a YouTube search.list. It
@@ -203,14 +204,14 @@ type Charge struct {
 	// windows among tenants (see [Shares]).
 	Shares *Shares
 	// Tenant names who spends, e.g. "eu-west", for Shares: a decision's
-	// charges with shares name the same tenant. It must be set when
+	// demands with shares name the same tenant. It must be set when
 	// Shares is.
 	Tenant string
 }
 
-// validate checks the charge and returns a *CostError when its units can
+// validate checks the demand and returns a *CostError when its units can
 // never fit one of its limits.
-func (c Charge) validate() error {
+func (c Demand) validate() error {
 	if c.Units <= 0 {
 		return invalid(fmt.Sprintf("charge of %d units to bucket %q", c.Units, c.Bucket), "units must be positive")
 	}

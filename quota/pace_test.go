@@ -139,7 +139,7 @@ func testPaceModel(t *testing.T, b *backend) {
 					clock.Add(time.Duration(rng.Int64N(int64(40 * time.Second))))
 					now := clock.Now().UnixMicro()
 					units := 1 + rng.Int64N(40)
-					c := Charge{Bucket: "b", Units: units, Limits: []Limit{kind.limit}, Pace: pace}
+					c := Demand{Bucket: "b", Units: units, Limits: []Limit{kind.limit}, Pace: pace}
 					want := m.at(now, units)
 					switch op := rng.IntN(10); {
 					case op < 6:
@@ -232,7 +232,7 @@ func testPaceBesideTokenBucket(t *testing.T, b *backend) {
 	clock := testclock.New(time.Date(2026, 6, 3, 1, 0, 0, 0, time.UTC))
 	l := b.limiter(t, WithClock(clock.Now))
 	s := scope(t, "s")
-	c := Charge{Bucket: "b", Units: 1, Limits: []Limit{TokenBucket(3, 3, time.Minute), PerDay(96, time.UTC)}, Pace: &Pace{}}
+	c := Demand{Bucket: "b", Units: 1, Limits: []Limit{TokenBucket(3, 3, time.Minute), PerDay(96, time.UTC)}, Pace: &Pace{}}
 	// At 01:00 the day's line is at 96/24 = 4; the bucket holds 3.
 	for i := range 3 {
 		if r := mustAllow(t, l, s, c); !r.OK() {

@@ -24,7 +24,7 @@ func testPauseReachesTheMetas(t *testing.T, b *backend) {
 	s := scope(t, "s")
 	minute, hour := PerWindow(1000, time.Minute), PerWindow(1000, time.Hour)
 	a, other := charge("a", 1, minute, hour), charge("o", 1, minute)
-	fast := func(what string, ch Charge, want bool) {
+	fast := func(what string, ch Demand, want bool) {
 		t.Helper()
 		clock.Add(100 * time.Millisecond)
 		before := watch.fast.Load()

@@ -3,8 +3,8 @@
 //
 // Begin with [New], on any Redis client (package quota/embedded runs one
 // in-process, for a single process), then [Limiter.Allow],
-// [Limiter.Reserve] or [Limiter.Wait] with the call's charges ([Charge]);
-// the package's Example is whole. Most programs never call a Limiter themselves: they hand it to
+// [Limiter.Reserve] or [Limiter.Wait] with what the call asks of each
+// bucket (a [Demand]); the package's Example is whole. Most programs never call a Limiter themselves: they hand it to
 // tollgate.New, or let a provider's NewTransport (providers/youtube,
 // providers/github, providers/openai, providers/gemini,
 // providers/anthropic) make one, and the Transport asks it for every
@@ -41,9 +41,9 @@
 // [Limiter.TakeSlot] caps calls in flight, [Limiter.Announce] holds the
 // count to what the upstream announces, and [Limiter.Usage] reads what is
 // spent. A context marked [WithPriority] Background yields to interactive
-// calls. A charge's [Pace] spreads its calendar days and fixed windows
+// calls. A demand's [Pace] spreads its calendar days and fixed windows
 // over their length, and its [Shares] divide them among tenants
-// (Charge.Tenant), in the same atomic decision.
+// (Demand.Tenant), in the same atomic decision.
 //
 // What only operators' tools call (a survey of what Redis holds, what is
 // under way in a bucket, its description, lifting pauses, and waiting
@@ -193,16 +193,16 @@ func (l *Limiter) check(scope string) error {
 // than any calendar a decision is sent, so the limits alone decide.
 const unbounded = int64(1) << 53
 
-// Allow decides at once whether the charges may be spent now. When they may,
-// the units are recorded and the reservation is OK; otherwise nothing is
-// recorded and RetryAfter says when they would fit. An error means no
+// Allow decides at once whether the demands' units may be spent now. When
+// they may, the units are recorded and the reservation is OK; otherwise
+// nothing is recorded and RetryAfter says when they would fit. An error means no
 // decision was made: invalid input (ErrInvalid, ErrCostExceedsLimit), a
 // Redis failure (ErrRedis), or state of another Redis format (ErrFormat).
-func (l *Limiter) Allow(ctx context.Context, scope string, charges ...Charge) (*Reservation, error) {
-	return l.reserve(ctx, scope, 0, charges)
+func (l *Limiter) Allow(ctx context.Context, scope string, demands ...Demand) (*Reservation, error) {
+	return l.reserve(ctx, scope, 0, demands)
 }
 
-// Reserve records the charges at the earliest instant they fit, provided it
+// Reserve records the demands at the earliest instant they fit, provided it
 // lies no more than maxWait after now (a negative maxWait means no bound), and
 // returns a reservation whose Delay says how long to wait before acting. The
 // hold counts at once: later callers queue behind it. When the instant lies
@@ -213,24 +213,24 @@ func (l *Limiter) Allow(ctx context.Context, scope string, charges ...Charge) (*
 // interactive call arriving later can still be admitted first: Reserve
 // waits its turn in the scope's background room, up to maxWait, and
 // returns it admitted now, or refused.
-func (l *Limiter) Reserve(ctx context.Context, scope string, maxWait time.Duration, charges ...Charge) (*Reservation, error) {
+func (l *Limiter) Reserve(ctx context.Context, scope string, maxWait time.Duration, demands ...Demand) (*Reservation, error) {
 	wait := unbounded
 	if maxWait >= 0 {
 		wait = maxWait.Microseconds()
 	}
-	return l.reserve(ctx, scope, wait, charges)
+	return l.reserve(ctx, scope, wait, demands)
 }
 
 // Wait takes a hold like Reserve and sleeps until it is due. It fails at
-// once with a *RefusedError when the charges would not fit before ctx's
+// once with a *RefusedError when the demands would not fit before ctx's
 // deadline, and when ctx ends while waiting it gives the units back and
 // returns ctx.Err().
-func (l *Limiter) Wait(ctx context.Context, scope string, charges ...Charge) (*Reservation, error) {
+func (l *Limiter) Wait(ctx context.Context, scope string, demands ...Demand) (*Reservation, error) {
 	maxWait := time.Duration(-1)
 	if deadline, ok := ctx.Deadline(); ok {
 		maxWait = max(time.Until(deadline), 0)
 	}
-	r, err := l.Reserve(ctx, scope, maxWait, charges...)
+	r, err := l.Reserve(ctx, scope, maxWait, demands...)
 	if err != nil {
 		return nil, err
 	}
@@ -243,15 +243,15 @@ func (l *Limiter) Wait(ctx context.Context, scope string, charges ...Charge) (*R
 	return r, nil
 }
 
-// Record writes charges that were spent without the limiter's say, e.g.
+// Record writes the units of demands spent without the limiter's say, e.g.
 // while Redis could not be reached, or by a program outside tollgate, so
 // that they count from now on in every window. It checks no limit: the
 // units are spent already, and the limits may end up over-full, which
 // later callers then wait out. The entries are dated now, or after the
 // newest hold, so they count at least as long as the spending they stand
 // for.
-func (l *Limiter) Record(ctx context.Context, scope string, charges ...Charge) error {
-	n, err := l.checkCharges(scope, charges)
+func (l *Limiter) Record(ctx context.Context, scope string, demands ...Demand) error {
+	n, err := l.checkCharges(scope, demands)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (l *Limiter) Record(ctx context.Context, scope string, charges ...Charge) e
 	logs := make([]string, 0, n)
 	args := make([]any, 0, 1+2*n)
 	args = append(args, clockArg)
-	for _, c := range charges {
+	for _, c := range demands {
 		for _, lim := range c.Limits {
 			w := l.window(scope, c.Bucket, lim)
 			keys = append(keys, w.meta)
@@ -277,7 +277,7 @@ func (l *Limiter) Record(ctx context.Context, scope string, charges ...Charge) e
 
 // checkCharges validates a decision's scope and charges, and returns how
 // many windows they name.
-func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
+func (l *Limiter) checkCharges(scope string, charges []Demand) (int, error) {
 	if err := l.check(scope); err != nil {
 		return 0, err
 	}
@@ -302,7 +302,7 @@ func (l *Limiter) checkCharges(scope string, charges []Charge) (int, error) {
 // reserve runs the reserve script with maxWait in µs: 0 asks for an
 // immediate decision. A background call (see WithPriority) is decided in
 // its scope's background room instead.
-func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Charge) (*Reservation, error) {
+func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Demand) (*Reservation, error) {
 	if isFair(charges) {
 		if priorityOf(ctx) == Background {
 			maxWait = 0 // a background call never holds
@@ -346,7 +346,7 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 // the pauses among the keys; otherwise, for the reserve script, which
 // names the pauses after the metas, the id's place says where each
 // charge's windows start when there are several.
-func (l *Limiter) decision(scope string, maxWait int64, charges []Charge, named bool) (keys []string, args []any, seq uint64, err error) {
+func (l *Limiter) decision(scope string, maxWait int64, charges []Demand, named bool) (keys []string, args []any, seq uint64, err error) {
 	n, err := l.checkCharges(scope, charges)
 	if err != nil {
 		return nil, nil, 0, err
@@ -404,7 +404,7 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Charge, named 
 
 // reservation reads the reserve script's reply: fast.lua's string or
 // reserve.lua's list.
-func (l *Limiter) reservation(scope string, charges []Charge, seq uint64, reply any) (*Reservation, error) {
+func (l *Limiter) reservation(scope string, charges []Demand, seq uint64, reply any) (*Reservation, error) {
 	r := &Reservation{lim: l, scope: scope, charges: charges, seq: seq, reply: reply}
 	var err error
 	if fast, ok := reply.(string); ok {
@@ -425,7 +425,7 @@ func (l *Limiter) entryID(seq uint64) string {
 
 // duplicateWindow reports whether the j-th limit of the i-th charge names a
 // bucket window that an earlier one already named.
-func duplicateWindow(charges []Charge, i, j int) bool {
+func duplicateWindow(charges []Demand, i, j int) bool {
 	c, w := charges[i], charges[i].Limits[j]
 	for k := 0; k <= i; k++ {
 		if charges[k].Bucket != c.Bucket {

@@ -24,7 +24,7 @@ type Reservation struct {
 	now, at   int64     // µs: the decision's instant and the admission instant
 	remaining int64     // smallest room left among the limits, in units
 	by        int64     // what set the instant; see reserve.lua
-	charges   []Charge  // as asked for, to name what set the instant and to cancel
+	charges   []Demand  // as asked for, to name what set the instant and to cancel
 	seq       uint64    // with the limiter's prefix, the id of the entries written
 	decided   time.Time // local time the reply arrived, to sleep from
 	reply     any       // the script's reply, read again by RemainingOf
@@ -140,7 +140,7 @@ func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) er
 	if units < 0 || units > MaxUnits {
 		return invalid(fmt.Sprintf("settlement of %d units for bucket %q", units, bucket), "units must be between 0 and MaxUnits")
 	}
-	i := slices.IndexFunc(r.charges, func(c Charge) bool { return c.Bucket == bucket })
+	i := slices.IndexFunc(r.charges, func(c Demand) bool { return c.Bucket == bucket })
 	if i < 0 {
 		return invalid(fmt.Sprintf("settlement for bucket %q", bucket), "the reservation charged no such bucket")
 	}

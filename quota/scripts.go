@@ -69,7 +69,7 @@ var (
 	//go:embed windowsonly.lua
 	windowsOnlyPart string // log.lua's end in a script's lean form
 
-	// Pace and shares (Charge.Pace, Charge.Shares): fair.lua provides
+	// Pace and shares (Demand.Pace, Demand.Shares): fair.lua provides
 	// the pace line and the tenants' spending; fairreserve.lua decides;
 	// fairundo.lua charges a cancellation or settlement to its tenant.
 	// Calls on buckets with neither never run them.

@@ -212,7 +212,7 @@ func TestSentinelHoldsSurviveAFailover(t *testing.T) {
 	l := mustNew(t, set.Client(t))
 	ctx := context.Background()
 	window := PerWindow(10, 30*time.Second)
-	c := func(units int64) Charge { return charge("b", units, window) }
+	c := func(units int64) Demand { return charge("b", units, window) }
 	if r, err := l.Allow(ctx, "w", c(10)); err != nil || !r.OK() {
 		t.Fatalf("Allow 10 of 10: %v, %v", r, err)
 	}

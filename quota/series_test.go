@@ -41,7 +41,7 @@ func TestSeries(t *testing.T) {
 			scope := "series-" + tt.name
 			allow := func(units int64) {
 				t.Helper()
-				ch := Charge{Bucket: "pool", Units: units, Limits: []Limit{tt.lim}}
+				ch := Demand{Bucket: "pool", Units: units, Limits: []Limit{tt.lim}}
 				var r *Reservation
 				var err error
 				if tt.format2 {
@@ -75,7 +75,7 @@ func TestSeries(t *testing.T) {
 			}
 			if !tt.format2 {
 				// A lease, dated at its end; then a hold for later.
-				if _, err := l.Lease(ctx, scope, Charge{Bucket: "pool", Units: 30, Limits: []Limit{tt.lim}}, 10*time.Second); err != nil {
+				if _, err := l.Lease(ctx, scope, Demand{Bucket: "pool", Units: 30, Limits: []Limit{tt.lim}}, 10*time.Second); err != nil {
 					t.Fatal(err)
 				}
 				want = append(want, access.Slice{At: clock.Now().Add(10 * time.Second), Units: 30})
@@ -114,7 +114,7 @@ func TestSeriesTokenBucket(t *testing.T) {
 	clock := testclock.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	l := mustNew(t, s.Client(t), WithClock(clock.Now))
 	lim := TokenBucket(100, 100, time.Minute)
-	if _, err := l.Allow(ctx, "s", Charge{Bucket: "b", Units: 40, Limits: []Limit{lim}}); err != nil {
+	if _, err := l.Allow(ctx, "s", Demand{Bucket: "b", Units: 40, Limits: []Limit{lim}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := l.series(ctx, "s", "b", lim)

@@ -209,7 +209,7 @@ func testSharesModel(t *testing.T, b *backend) {
 				clock.Add(time.Duration(rng.Int64N(int64(3 * time.Minute))))
 				now := clock.Now().UnixMicro()
 				units := 1 + rng.Int64N(60)
-				c := Charge{Bucket: "b", Units: units, Limits: []Limit{limit}, Pace: tc.pace, Shares: &tc.shares, Tenant: tenant}
+				c := Demand{Bucket: "b", Units: units, Limits: []Limit{limit}, Pace: tc.pace, Shares: &tc.shares, Tenant: tenant}
 				op := rng.IntN(20)
 				switch {
 				case op < 14:
@@ -316,7 +316,7 @@ func testPlainRunsLean(t *testing.T, b *backend) {
 		t.Fatalf("after plain calls: lean reserve loaded %v, full %v, fair %v; want the lean form alone",
 			loaded(lean[reserveScript]), loaded(reserveScript), loaded(fairScript))
 	}
-	if r := mustAllow(t, l, s, Charge{Bucket: "paced", Units: 1, Limits: []Limit{day}, Pace: &Pace{Burst: 0.5}}); !r.OK() {
+	if r := mustAllow(t, l, s, Demand{Bucket: "paced", Units: 1, Limits: []Limit{day}, Pace: &Pace{Burst: 0.5}}); !r.OK() {
 		t.Fatal("a paced call refused")
 	}
 	if !loaded(fairScript) {
@@ -326,7 +326,7 @@ func testPlainRunsLean(t *testing.T, b *backend) {
 	if n, err := b.client.Exists(ctx, tenantsKey(w.meta)).Result(); err != nil || n != 0 {
 		t.Fatalf("a paced call without shares wrote tenants (%d, %v)", n, err)
 	}
-	shared := Charge{Bucket: "shared", Units: 1, Limits: []Limit{day}, Shares: &Shares{}, Tenant: "eu"}
+	shared := Demand{Bucket: "shared", Units: 1, Limits: []Limit{day}, Shares: &Shares{}, Tenant: "eu"}
 	if r := mustAllow(t, l, s, shared); !r.OK() {
 		t.Fatal("a call with shares refused")
 	}
@@ -366,7 +366,7 @@ func testSharesLend(t *testing.T, b *backend) {
 			for range 500 {
 				clock.Add(time.Second)
 				for i := range 3 {
-					ch := Charge{Bucket: "b", Units: 1, Limits: []Limit{PerDay(1000, time.UTC)}, Shares: shares, Tenant: fmt.Sprintf("t%d", i)}
+					ch := Demand{Bucket: "b", Units: 1, Limits: []Limit{PerDay(1000, time.UTC)}, Shares: shares, Tenant: fmt.Sprintf("t%d", i)}
 					r, err := l.Allow(ctx, s, ch)
 					if err != nil {
 						t.Fatal(err)
@@ -391,16 +391,16 @@ func TestFairChargesInvalid(t *testing.T) {
 	shares := &Shares{}
 	for _, c := range []struct {
 		name    string
-		charges []Charge
+		charges []Demand
 	}{
-		{"burst over 1", []Charge{{Bucket: "b", Units: 1, Limits: day, Pace: &Pace{Burst: 1.5}}}},
-		{"burst NaN", []Charge{{Bucket: "b", Units: 1, Limits: day, Pace: &Pace{Burst: math.NaN()}}}},
-		{"lendable below 0", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Lendable: -0.1}, Tenant: "a"}}},
-		{"idle below 0", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Idle: -time.Second}, Tenant: "a"}}},
-		{"weight 0", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Weights: map[string]float64{"a": 0}}, Tenant: "a"}}},
-		{"weight infinite", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Weights: map[string]float64{"a": math.Inf(1)}}, Tenant: "a"}}},
-		{"no tenant", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: shares}}},
-		{"two tenants", []Charge{{Bucket: "b", Units: 1, Limits: day, Shares: shares, Tenant: "a"}, {Bucket: "c", Units: 1, Limits: day, Shares: shares, Tenant: "b"}}},
+		{"burst over 1", []Demand{{Bucket: "b", Units: 1, Limits: day, Pace: &Pace{Burst: 1.5}}}},
+		{"burst NaN", []Demand{{Bucket: "b", Units: 1, Limits: day, Pace: &Pace{Burst: math.NaN()}}}},
+		{"lendable below 0", []Demand{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Lendable: -0.1}, Tenant: "a"}}},
+		{"idle below 0", []Demand{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Idle: -time.Second}, Tenant: "a"}}},
+		{"weight 0", []Demand{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Weights: map[string]float64{"a": 0}}, Tenant: "a"}}},
+		{"weight infinite", []Demand{{Bucket: "b", Units: 1, Limits: day, Shares: &Shares{Weights: map[string]float64{"a": math.Inf(1)}}, Tenant: "a"}}},
+		{"no tenant", []Demand{{Bucket: "b", Units: 1, Limits: day, Shares: shares}}},
+		{"two tenants", []Demand{{Bucket: "b", Units: 1, Limits: day, Shares: shares, Tenant: "a"}, {Bucket: "c", Units: 1, Limits: day, Shares: shares, Tenant: "b"}}},
 	} {
 		_, err := l.Allow(context.Background(), "s", c.charges...)
 		if !errors.Is(err, ErrInvalid) {

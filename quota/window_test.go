@@ -20,7 +20,7 @@ func testWindowBoundaryBurst(t *testing.T, b *backend) {
 	clock := testclock.New(boundary.Add(-100 * time.Millisecond))
 	l := b.limiter(t, WithClock(clock.Now))
 
-	burst := func(s string, c Charge) (admitted int) {
+	burst := func(s string, c Demand) (admitted int) {
 		for range limit {
 			if mustAllow(t, l, s, c).OK() {
 				admitted++
@@ -140,7 +140,7 @@ func testAllOrNothing(t *testing.T, b *backend) {
 	search := PerWindow(2, time.Minute)
 	hour := PerWindow(1000, time.Hour)
 
-	both := []Charge{charge("pool", 10, pool, hour), charge("search", 1, search)}
+	both := []Demand{charge("pool", 10, pool, hour), charge("search", 1, search)}
 	for i := range 2 {
 		if r := mustAllow(t, l, s, both...); !r.OK() {
 			t.Fatalf("call %d refused", i)

@@ -168,7 +168,7 @@ func (c *cli) spend(ctx context.Context, args []string) error {
 	if len(limits) == 0 {
 		return fmt.Errorf("bucket %q of scope %q: its limit is not learned yet (the upstream announced none)", *bucket, *scope)
 	}
-	if err := lim.Record(ctx, *scope, quota.Charge{Bucket: *bucket, Units: *units, Limits: limits}); err != nil {
+	if err := lim.Record(ctx, *scope, quota.Demand{Bucket: *bucket, Units: *units, Limits: limits}); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "recorded %d units spent in %s, in %s\n", *units, target(*scope, *bucket), count(len(limits), "window"))

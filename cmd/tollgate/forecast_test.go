@@ -24,7 +24,7 @@ func steady(t *testing.T, lim *quota.Limiter, clock *testclock.Clock, scope stri
 		if i > 0 {
 			clock.Add(every)
 		}
-		r, err := lim.Allow(ctx, scope, quota.Charge{Bucket: "pool", Units: units, Limits: lims})
+		r, err := lim.Allow(ctx, scope, quota.Demand{Bucket: "pool", Units: units, Limits: lims})
 		if err != nil || !r.OK() {
 			t.Fatalf("call %d at %v: OK %v, %v", i, clock.Now(), r.OK(), err)
 		}
@@ -112,7 +112,7 @@ func TestForecastOfATokenBucket(t *testing.T) {
 	ctx := context.Background()
 	lim := e.limiter(t, nil)
 	rpm := quota.TokenBucket(600, 60, time.Minute) // refills 1 a second
-	if _, err := lim.Allow(ctx, "models", quota.Charge{Bucket: "pool", Units: 100, Limits: []quota.Limit{rpm}}); err != nil {
+	if _, err := lim.Allow(ctx, "models", quota.Demand{Bucket: "pool", Units: 100, Limits: []quota.Limit{rpm}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := lim.Describe(ctx, quota.Description{Scope: "models", Bucket: "pool", Limits: []quota.Limit{rpm}}); err != nil {

@@ -62,7 +62,7 @@ func TestBadInputOneLineAndExitStatus(t *testing.T) {
 	tr := e.process(t, lim, nil)
 	e.spend(t, tr, "project-a", "/v1/items", 1)
 	described(t, lim, "pool", "project-a")
-	if _, err := lim.Allow(context.Background(), "legacy", quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(10, time.Minute)}}); err != nil {
+	if _, err := lim.Allow(context.Background(), "legacy", quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(10, time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	bin := program(t)

@@ -41,7 +41,7 @@ func TestStatusGolden(t *testing.T) {
 	e.spend(t, two, "project-b", "/v1/items", 3)
 	// A program of another version decided on a window nobody describes.
 	lim := e.limiter(t, clock.Now)
-	if _, err := lim.Allow(ctx, "legacy", quota.Charge{Bucket: "pool", Units: 5, Limits: []quota.Limit{quota.PerWindow(100, time.Minute)}}); err != nil {
+	if _, err := lim.Allow(ctx, "legacy", quota.Demand{Bucket: "pool", Units: 5, Limits: []quota.Limit{quota.PerWindow(100, time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	described(t, lim, "pool", "project-a", "team alpha", "project-b")
@@ -145,8 +145,8 @@ func TestStatusTokenBucket(t *testing.T) {
 	day := quota.PerDay(1000, pacific(t))
 	tokens := quota.TokenBucket(40000, 40000, time.Minute)
 	for range 12 {
-		r, err := lim.Allow(ctx, "models", quota.Charge{Bucket: "requests", Units: 1, Limits: []quota.Limit{rpm, day}},
-			quota.Charge{Bucket: "input-tokens", Units: 1500, Limits: []quota.Limit{tokens}})
+		r, err := lim.Allow(ctx, "models", quota.Demand{Bucket: "requests", Units: 1, Limits: []quota.Limit{rpm, day}},
+			quota.Demand{Bucket: "input-tokens", Units: 1500, Limits: []quota.Limit{tokens}})
 		if err != nil || !r.OK() {
 			t.Fatalf("Allow: OK=%v err=%v", r.OK(), err)
 		}

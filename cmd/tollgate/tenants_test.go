@@ -25,7 +25,7 @@ func TestStatusTenants(t *testing.T) {
 		tenant string
 		units  int64
 	}{{"eu", 30}, {"us", 20}, {"eu", 25}} {
-		r, err := lim.Reserve(ctx, "project-a", 2*time.Hour, quota.Charge{Bucket: "pool", Units: c.units, Limits: []quota.Limit{day}, Pace: pace, Shares: shares, Tenant: c.tenant})
+		r, err := lim.Reserve(ctx, "project-a", 2*time.Hour, quota.Demand{Bucket: "pool", Units: c.units, Limits: []quota.Limit{day}, Pace: pace, Shares: shares, Tenant: c.tenant})
 		if err != nil || !r.OK() {
 			t.Fatalf("%s's %d units: %v, %v", c.tenant, c.units, r, err)
 		}

@@ -28,7 +28,7 @@ func TestRenewSpendLive(t *testing.T) {
 	now := func() time.Time { return t0 }
 	const term = time.Minute
 	k := Key{"s", "pool"}
-	want := quota.Charge{Bucket: "pool", Units: 3, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}
+	want := quota.Demand{Bucket: "pool", Units: 3, Limits: []quota.Limit{quota.PerWindow(100, time.Hour)}}
 	grant := func(ctx context.Context) (*quota.Lease, error) { return lim.Lease(ctx, "s", want, term) }
 	var l Leases
 	defer l.EndAll(ctx)

@@ -31,14 +31,14 @@ func TestOperator(t *testing.T) {
 		t.Fatalf("Survey of an empty prefix: %+v, %v; want nothing", got, err)
 	}
 	w := quota.PerWindow(1000, time.Minute)
-	if _, err := lim.Allow(ctx, "s", quota.Charge{Bucket: "pool", Units: 5, Limits: []quota.Limit{w}}); err != nil {
+	if _, err := lim.Allow(ctx, "s", quota.Demand{Bucket: "pool", Units: 5, Limits: []quota.Limit{w}}); err != nil {
 		t.Fatal(err)
 	}
 	d := quota.Description{Scope: "s", Bucket: "pool", Limits: []quota.Limit{w}, InFlight: 3}
 	if err := lim.Describe(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lim.Lease(ctx, "s", quota.Charge{Bucket: "pool", Units: 100, Limits: []quota.Limit{w}}, time.Minute); err != nil {
+	if _, err := lim.Lease(ctx, "s", quota.Demand{Bucket: "pool", Units: 100, Limits: []quota.Limit{w}}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lim.PauseBecause(ctx, "s", "search", time.Hour, "maintenance"); err != nil {
@@ -116,7 +116,7 @@ func ExampleOperator() {
 	}
 	// What a program did: a call, a description, a pause.
 	day := quota.PerWindow(10000, 24*time.Hour)
-	if _, err := lim.Allow(ctx, "project-a", quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{day}}); err != nil {
+	if _, err := lim.Allow(ctx, "project-a", quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{day}}); err != nil {
 		log.Fatal(err)
 	}
 	if err := lim.Describe(ctx, quota.Description{Scope: "project-a", Bucket: "pool", Limits: []quota.Limit{day}}); err != nil {
@@ -163,7 +163,7 @@ func TestSeries(t *testing.T) {
 	w := quota.PerWindow(1000, time.Minute)
 	for i := range 3 {
 		now = now.Add(time.Second)
-		if _, err := lim.Allow(ctx, "s", quota.Charge{Bucket: "pool", Units: int64(10 * (i + 1)), Limits: []quota.Limit{w}}); err != nil {
+		if _, err := lim.Allow(ctx, "s", quota.Demand{Bucket: "pool", Units: int64(10 * (i + 1)), Limits: []quota.Limit{w}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +204,7 @@ func TestSurveyBadDescription(t *testing.T) {
 	}
 	w := quota.PerWindow(1000, time.Minute)
 	for _, scope := range []string{"a", "b"} {
-		if _, err := lim.Allow(ctx, scope, quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{w}}); err != nil {
+		if _, err := lim.Allow(ctx, scope, quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{w}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := lim.Describe(ctx, quota.Description{Scope: scope, Bucket: "pool", Limits: []quota.Limit{w}}); err != nil {

@@ -27,8 +27,8 @@ func TestTenants(t *testing.T) {
 	ctx := context.Background()
 	day := quota.PerDay(10, time.UTC)
 	shares := &quota.Shares{Weights: map[string]float64{"eu": 1, "odd\nname:7;": 1}}
-	charge := func(tenant string, units int64) quota.Charge {
-		return quota.Charge{Bucket: "b", Units: units, Limits: []quota.Limit{day}, Shares: shares, Tenant: tenant}
+	charge := func(tenant string, units int64) quota.Demand {
+		return quota.Demand{Bucket: "b", Units: units, Limits: []quota.Limit{day}, Shares: shares, Tenant: tenant}
 	}
 	if r, err := l.Allow(ctx, "s", charge("eu", 3)); err != nil || !r.OK() {
 		t.Fatalf("eu's 3 units: %v, %v", r, err)

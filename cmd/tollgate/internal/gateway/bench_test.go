@@ -99,7 +99,7 @@ func BenchmarkGateway(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	charge := quota.Charge{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(quota.MaxUnits, time.Second)}}
+	charge := quota.Demand{Bucket: "pool", Units: 1, Limits: []quota.Limit{quota.PerWindow(quota.MaxUnits, time.Second)}}
 
 	runs := map[string]gatewayRun{}
 	for _, mode := range []struct {
