@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/meter"
+	"github.com/tollgate/tollgate/quota"
 )
 
 // settling is the last reader of a response: its true cost
@@ -52,14 +53,31 @@ func (s *settling) settle(ctx context.Context, r *request, told []meter.Cost) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	charges := append([]costs.Charge(nil), r.endpoint.Charges...)
+	// Every bucket told is settled in one round trip.
+	units := make(map[string]int64, len(told))
 	var errs []error
 	for _, c := range told {
-		err := c.Err
-		if err == nil {
-			err = r.res.Settle(sctx, c.Bucket, c.Units)
+		if c.Err != nil {
+			errs = append(errs, c.Err)
+			continue
 		}
-		if err != nil {
-			errs = append(errs, err)
+		units[c.Bucket] = c.Units
+	}
+	if err := r.res.SettleAll(sctx, units); errors.Is(err, quota.ErrInvalid) {
+		// One bucket or count is refused, and SettleAll settled none: the
+		// others are settled one by one.
+		for b, n := range units {
+			if err := r.res.Settle(sctx, b, n); err != nil {
+				errs = append(errs, err)
+				delete(units, b)
+			}
+		}
+	} else if err != nil {
+		errs = append(errs, err)
+		units = nil // none settled
+	}
+	for _, c := range told {
+		if _, ok := units[c.Bucket]; !ok || c.Err != nil {
 			continue
 		}
 		for i := range charges {

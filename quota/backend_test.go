@@ -107,6 +107,8 @@ var suite = []struct {
 	{"LaterFormatRefused", testLaterFormatRefused},
 	{"Settle", testSettle},
 	{"SettleSeveralLimits", testSettleSeveralLimits},
+	{"SettleAll", testSettleAll},
+	{"SettleFastAgrees", testSettleFastAgrees},
 	{"ExactWithSettlement", testExactWithSettlement},
 	{"SlotsCap", testSlotsCap},
 	{"SlotsHandedInOrder", testSlotsHandedInOrder},

@@ -137,12 +137,32 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 // below zero or above MaxUnits. Settling costs one round trip; calls never
 // settled cost nothing more.
 func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) error {
-	if units < 0 || units > MaxUnits {
-		return invalid(fmt.Sprintf("settlement of %d units for bucket %q", units, bucket), "units must be between 0 and MaxUnits")
-	}
-	i := slices.IndexFunc(r.charges, func(c Demand) bool { return c.Bucket == bucket })
-	if i < 0 {
-		return invalid(fmt.Sprintf("settlement for bucket %q", bucket), "the reservation charged no such bucket")
+	return r.SettleAll(ctx, map[string]int64{bucket: units})
+}
+
+// SettleAll settles several buckets the reservation charged at once, in
+// one round trip, e.g. an LLM call's input and output tokens read from its
+// answer: units maps each bucket to what the call truly cost in it. Each
+// bucket is settled as Settle settles it; buckets the reservation charged
+// and units leaves out keep their units. It checks every bucket before
+// writing anything: a bucket the reservation did not charge, or units
+// below zero or above MaxUnits, fails with ErrInvalid and settles none. It
+// does nothing on a refusal, after Cancel, or when no bucket's units
+// change.
+func (r *Reservation) SettleAll(ctx context.Context, units map[string]int64) error {
+	return r.settle(ctx, settleScript, units)
+}
+
+// settle is SettleAll by script: settleScript, or in tests the same
+// decision by other code.
+func (r *Reservation) settle(ctx context.Context, settle *redis.Script, units map[string]int64) error {
+	for bucket, n := range units {
+		if n < 0 || n > MaxUnits {
+			return invalid(fmt.Sprintf("settlement of %d units for bucket %q", n, bucket), "units must be between 0 and MaxUnits")
+		}
+		if !slices.ContainsFunc(r.charges, func(c Demand) bool { return c.Bucket == bucket }) {
+			return invalid(fmt.Sprintf("settlement for bucket %q", bucket), "the reservation charged no such bucket")
+		}
 	}
 	if !r.ok {
 		return nil
@@ -152,9 +172,34 @@ func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) er
 	if r.cancelled {
 		return nil
 	}
-	was := r.currentUnits(i)
-	if units == was {
+	// Each changed charge's difference, in the charges' order (the first
+	// charge of a bucket named twice is the one settled, as ever).
+	deltas := make([]int64, len(r.charges))
+	changed := false
+	for bucket, n := range units {
+		i := slices.IndexFunc(r.charges, func(c Demand) bool { return c.Bucket == bucket })
+		deltas[i] = n - r.currentUnits(i)
+		changed = changed || deltas[i] != 0
+	}
+	if !changed {
 		return nil
+	}
+	now, clockArg := r.lim.clockArg()
+	var keys []string
+	args := []any{clockArg, r.at}
+	for i, c := range r.charges {
+		if deltas[i] == 0 {
+			continue
+		}
+		for _, lim := range c.Limits {
+			w := r.lim.window(r.scope, c.Bucket, lim)
+			keys = append(keys, w.meta, w.log)
+			args = append(args, deltas[i], r.lim.span(w, lim, &now))
+		}
+	}
+	script, keys, args := r.fairUndo(settle, keys, args, &now, func(j int) int64 { return deltas[j] })
+	if _, err := r.lim.run(ctx, script, keys, args...); err != nil {
+		return redisError(ctx, "settle", err) // nothing was written: the entries keep their units
 	}
 	if r.units == nil {
 		r.units = make([]int64, len(r.charges))
@@ -162,25 +207,8 @@ func (r *Reservation) Settle(ctx context.Context, bucket string, units int64) er
 			r.units[j] = c.Units
 		}
 	}
-	r.units[i] = units
-	c := r.charges[i]
-	now, clockArg := r.lim.clockArg()
-	keys := make([]string, 0, 2*len(c.Limits))
-	args := []any{clockArg, r.at, units - was}
-	for _, lim := range c.Limits {
-		w := r.lim.window(r.scope, c.Bucket, lim)
-		keys = append(keys, w.meta, w.log)
-		args = append(args, r.lim.span(w, lim, &now))
-	}
-	script, keys, args := r.fairUndo(settleScript, keys, args, &now, func(j int) int64 {
-		if j == i {
-			return units - was
-		}
-		return 0
-	})
-	if _, err := r.lim.run(ctx, script, keys, args...); err != nil {
-		r.units[i] = was // nothing was written: the entry keeps its units
-		return redisError(ctx, "settle", err)
+	for i, d := range deltas {
+		r.units[i] += d
 	}
 	return nil
 }

@@ -64,6 +64,8 @@ var (
 	bucketLogPart string
 	//go:embed bucketfast.lua
 	bucketFastPart string
+	//go:embed settlefast.lua
+	settleFastPart string // settle.lua's common case on buckets alone
 	//go:embed bucketusage.lua
 	bucketUsagePart string
 	//go:embed windowsonly.lua
@@ -141,8 +143,12 @@ var (
 	recordScript = withLean(clockPart+binaryPart, recordPart)
 	// cancelScript gives a reservation's units back.
 	cancelScript = withLean(clockPart+binaryPart, cancelPart)
-	// settleScript replaces a reservation's units with its true cost.
-	settleScript = withLean(clockPart+binaryPart, settlePart)
+	// settleScript replaces a reservation's units with their true cost:
+	// settlefast.lua takes the settlements on token buckets alone (an LLM
+	// call's tokens) before any function of log.lua is made; settle.lua
+	// every other.
+	settleScript = pair(clockPart+binaryPart+settleFastPart+logParts+settlePart,
+		clockPart+binaryPart+windowParts+settlePart)
 	// leaseScript takes and ends leases.
 	leaseScript = newScript(clockPart + binaryPart + logParts + leasePart)
 	// usageScript reads one limit's usage.

@@ -9,20 +9,22 @@
 --
 -- Needs: clock.lua, log.lua.
 --
--- KEYS: meta_1, log_1, ..., meta_n, log_n (one bucket's windows)
--- ARGV: clock, the call's instant (µs), the difference (true units less
---       those counted), then per window: span (see limit() in log.lua)
+-- KEYS: meta_1, log_1, ..., meta_n, log_n (the settled buckets' windows:
+--       one round trip settles every bucket of a call)
+-- ARGV: clock, the call's instant (µs), then per window: the difference
+--       (true units less those counted in its bucket) and span (see
+--       limit() in log.lua)
 -- Reply: the number of windows settled.
 
 local now = clock(ARGV[1])
-local at, delta = tonumber(ARGV[2]), tonumber(ARGV[3])
+local at = tonumber(ARGV[2])
 local settled = 0
-for i = 1, #ARGV - 3 do
-  local L = limit(KEYS[2 * i], KEYS[2 * i - 1], ARGV[3 + i])
+for i = 1, (#ARGV - 2) / 2 do
+  local L = limit(KEYS[2 * i], KEYS[2 * i - 1], ARGV[2 + 2 * i])
   load(L, redis.call('GET', L.meta))
   local where = find(L, at)
   if where then
-    change(L, where, delta)
+    change(L, where, tonumber(ARGV[1 + 2 * i]))
     settled = settled + 1
   end
   if where or L.dirty then save(L, now) end -- find() may have pushed closed slices
