@@ -25,9 +25,11 @@ import (
 // main-thread CPU time per decision (INFO cpu), their ratio
 // (bucket/window), and the script time per call (commandstats). The
 // redis_rate case pairs the bucket with redis_rate's GCRA, which decides
-// one limit alone; the day case charges a Pacific day beside each; the
+// one limit alone; the day cases charge a Pacific day beside each; the
 // three-buckets case charges three of each kind (a model's requests,
-// input and output tokens, the tokens 100 a call).
+// input and output tokens, the tokens 100 a call); the gemini case pairs
+// redis_rate with Gemini's shape as token buckets: requests a minute and
+// a Pacific day, and input tokens a minute (100 a call), three charges.
 func BenchmarkBucketPaired(b *testing.B) {
 	pacific, err := time.LoadLocation("America/Los_Angeles")
 	if err != nil {
@@ -50,6 +52,8 @@ func BenchmarkBucketPaired(b *testing.B) {
 		{"window-vs-bucket/cost=1", []quota.Limit{never(time.Minute)}, []quota.Limit{bucket}, false},
 		{"window-vs-bucket/with-a-day", []quota.Limit{never(time.Minute), day}, []quota.Limit{bucket, day}, false},
 		{"redis_rate-vs-bucket/cost=1", nil, []quota.Limit{bucket}, true},
+		{"redis_rate-vs-bucket/with-a-day", nil, []quota.Limit{bucket, day}, true},
+		{"redis_rate-vs-bucket/gemini", nil, []quota.Limit{bucket}, true},
 		{"window-vs-bucket/three-buckets", []quota.Limit{never(time.Minute)}, []quota.Limit{bucket}, false},
 	} {
 		b.Run(v.name, func(b *testing.B) {
@@ -65,6 +69,10 @@ func BenchmarkBucketPaired(b *testing.B) {
 					wc = append(wc, quota.Demand{Bucket: name, Units: 100, Limits: v.window})
 					bc = append(bc, quota.Demand{Bucket: name, Units: 100, Limits: v.bucket})
 				}
+			}
+			if strings.HasSuffix(v.name, "gemini") {
+				bc = append(bc, quota.Demand{Bucket: "day", Units: 1, Limits: []quota.Limit{day}},
+					quota.Demand{Bucket: "input", Units: 100, Limits: v.bucket})
 			}
 			var next atomic.Int64
 			pair := func(ctx context.Context, _ int) error {
