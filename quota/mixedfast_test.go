@@ -9,24 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/testclock"
 )
-
-func TestMixedFastMiniredis(t *testing.T) {
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
-	t.Cleanup(func() { c.Close() })
-	testMixedFastAgrees(t, &backend{name: "miniredis", client: c})
-}
-
-func TestMixedFastRedis(t *testing.T) {
-	s := redistest.Start(t)
-	testMixedFastAgrees(t, &backend{name: "redis", client: s.Client(t), real: true})
-}
 
 // generalReserve is reserveScript without mixedfast.lua: a charge of
 // windows and buckets together through the general decision.
