@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/quota"
 )
@@ -90,24 +88,7 @@ func BenchmarkBucketPaired(b *testing.B) {
 				}
 				return nil
 			}
-			spreadScopes(b, n, pair)
-			ctx := context.Background()
-			for _, r := range []*redis.Client{ws, bs} {
-				r.ConfigResetStat(ctx)
-			}
-			cpuW, cpuB := serverCPU(b, ws), serverCPU(b, bs)
-			b.ResetTimer()
-			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := pair(ctx, 0); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			w, bk := (serverCPU(b, ws)-cpuW)/float64(b.N), (serverCPU(b, bs)-cpuB)/float64(b.N)
+			w, bk := pairedCPU(b, n, ws, bs, pair)
 			b.ReportMetric(w, "window-cpu-µs/op")
 			b.ReportMetric(bk, "bucket-cpu-µs/op")
 			b.ReportMetric(bk/w, "cpu-ratio")
