@@ -29,7 +29,11 @@
 -- the entries of fast.lua's push, once in BUFFER slices), the
 -- states read by one struct.unpack each and written by one struct.pack, a
 -- window's unchanged fields copied as bytes; the two passes (check, then
--- write) unpack each state again rather than keep it in a table.
+-- write) unpack each state again rather than keep it in a table. So the
+-- count in a window is fast.lua's, and in a bucket bucketfast.lua's,
+-- written again: as a Lua function shared by the parts it would be a
+-- closure made at every call, on every common decision. The buckets'
+-- suite (MixedFastAgrees) holds this part to the general code.
 
 local nl = (#ARGV - 3) / 3
 if now >= 1e15 and nl >= 2 then
