@@ -64,6 +64,8 @@ var (
 	bucketLogPart string
 	//go:embed bucketfast.lua
 	bucketFastPart string
+	//go:embed mixedfast.lua
+	mixedFastPart string // the common decision on windows and buckets together
 	//go:embed settlefast.lua
 	settleFastPart string // settle.lua's common case on buckets alone
 	//go:embed bucketusage.lua
@@ -129,12 +131,13 @@ func leanFor(script *redis.Script, args []any) *redis.Script {
 var windowParts = logPart + windowsOnlyPart
 
 var (
-	// reserveScript decides a call: bucketfast.lua and fast.lua take the
-	// common cases (buckets alone, windows) before any function of the
+	// reserveScript decides a call: bucketfast.lua, mixedfast.lua and
+	// fast.lua take the common cases (buckets alone, buckets beside
+	// windows, windows) before any function of the
 	// general code is made (each definition is a closure made at every
 	// call, which cost a window's decision a seventh of its
 	// instructions); reserve.lua every other.
-	reserveScript = pair(binaryPart+nowPart+bucketFastPart+fastPart+logParts+decidePart+reservePart,
+	reserveScript = pair(binaryPart+nowPart+bucketFastPart+mixedFastPart+fastPart+logParts+decidePart+reservePart,
 		binaryPart+nowPart+fastPart+windowParts+decidePart+reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
