@@ -109,6 +109,7 @@ var suite = []struct {
 	{"SettleSeveralLimits", testSettleSeveralLimits},
 	{"SettleAll", testSettleAll},
 	{"SettleFastAgrees", testSettleFastAgrees},
+	{"SettleWindowsAgrees", testSettleWindowsAgrees},
 	{"ExactWithSettlement", testExactWithSettlement},
 	{"SlotsCap", testSlotsCap},
 	{"SlotsHandedInOrder", testSlotsHandedInOrder},
