@@ -57,7 +57,7 @@ do
         -- The log's last entry (lt, lu; lt -1: none). The closed slices'
         -- push must not make a new list (find()'s flush() would then give
         -- the keys a new expiry).
-        local e, lt, lu = redis.call('LINDEX', log, -1), -1, 0
+        local e, lt, lu = redis.call('LINDEX', log, '-1'), -1, 0
         if e then
           if #e ~= 16 or string.byte(e, 1) ~= 0 then lean = false break end
           lt, lu = sunpack(ENTRY, e)
@@ -119,7 +119,7 @@ do
           found, ts, fu, k = k, t, u, k - 1
         end
         if k == 0 and lt >= at then
-          local before = redis.call('LINDEX', log, -2)
+          local before = redis.call('LINDEX', log, '-2')
           if before and (#before ~= 16 or string.byte(before, 1) ~= 0 or sunpack(ENTRY, before) >= at) then
             lean = false
             break
@@ -159,7 +159,7 @@ do
         if pass == 2 then
           -- change() on the log's entry, and find()'s flush(), with the
           -- settled closed slice's new units.
-          if found == -1 then redis.call('LSET', log, -1, spack(ENTRY, ts, fu)) end
+          if found == -1 then redis.call('LSET', log, '-1', spack(ENTRY, ts, fu)) end
           if nb == 1 then
             local x = sub(m, HEAD + 1, HEAD + 16)
             if found == 1 then x = spack(ENTRY, ts, fu) end
