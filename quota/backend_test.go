@@ -110,6 +110,7 @@ var suite = []struct {
 	{"SettleAll", testSettleAll},
 	{"SettleFastAgrees", testSettleFastAgrees},
 	{"SettleWindowsAgrees", testSettleWindowsAgrees},
+	{"SettleWindowsNewExpiry", testSettleWindowsNewExpiry},
 	{"ExactWithSettlement", testExactWithSettlement},
 	{"SlotsCap", testSlotsCap},
 	{"SlotsHandedInOrder", testSlotsHandedInOrder},

@@ -1,26 +1,27 @@
 -- settlewindows.lua: settle.lua's common case on windows written out,
 -- taken before log.lua's functions are made: every settled window counts
--- the call in its open slice (settled soon after the decision, as most
--- are), the window has no lease, and its keys' expiry already reaches far
--- enough. Each window's meta is read once and written once, the fields by
--- one struct.unpack and one struct.pack, and no Lua function or table is
--- made (but the closed slices' push when there are several).
+-- the call in its open slice, one of its closed slices (still in the
+-- meta), or the log's last entry, as a call settled soon after its
+-- decision does, and holds no lease. Each window's meta is read once and
+-- written once, its fields by one struct.unpack and one struct.pack, the
+-- log's end read by index, and no Lua function is made, nor a table but
+-- for a push of several closed slices or a new expiry's pause read.
 --
 -- Provides: nothing; it returns settle.lua's reply, or falls through to
 -- settle.lua, having written nothing, when a window is not in this case.
 -- Needs: clock.lua, binary.lua. KEYS and ARGV are settle.lua's.
 --
--- It decides as settle.lua does through log.lua (load(), find(), change(),
--- save()), written out in the same order, and writes the same bytes:
--- find() pushes the closed slices to the log (here, their bytes copied),
--- the settled units change the open slice's units and the sum, and save()
--- computes the meta's until again. Anything else falls through: a meta
--- missing or of another format, or holding leases; the call's units in an
--- older entry than the open slice, or in no entry; the open slice emptied,
--- which makes the log's newest entry the tail again; a log gone while its
--- meta stayed (its push would make a new list, which needs a new expiry);
--- an expiry to push back. A value log.lua would refuse falls through too,
--- and is refused there.
+-- It decides as settle.lua does through log.lua (load(), find(),
+-- change(), save()), written out in the same order, and writes the same
+-- bytes: find() pushes the closed slices to the log (here their bytes,
+-- the settled one's changed), change() changes the units of the entry
+-- that counts the call and the sum, and save() computes the meta's until
+-- again, and pushes the keys' expiry back when it must (the log new, or
+-- the tail's window reaching past it). Anything else falls through: a
+-- meta missing, of another format or with leases; the call's units in an
+-- older entry, or in none; the open slice emptied (the log's newest entry
+-- becomes the tail); nothing left counted. A value log.lua would refuse
+-- falls through too, and is refused there.
 --
 -- With several windows it checks every one first (a second read of each
 -- meta), so that it writes either all of them or nothing.
@@ -55,18 +56,15 @@ do
         end
         if bad then lean = false break end
         -- The log's last entry (lt, lu; lt -1: none). The closed slices'
-        -- push must not make a new list (find()'s flush() would then give
-        -- the keys a new expiry).
+        -- push makes a new list where there is none, which find()'s
+        -- flush() marks as having no expiry (refresh, below).
         local e, lt, lu = redis.call('LINDEX', log, '-1'), -1, 0
         if e then
           if #e ~= 16 or string.byte(e, 1) ~= 0 then lean = false break end
           lt, lu = sunpack(ENTRY, e)
           if lu < 0 then lean = false break end
           if ou == 0 and nb == 0 then tail = lt end
-        elseif nb > 0 then
-          lean = false
-          break
-        elseif ou == 0 then
+        elseif ou == 0 and nb == 0 then
           tail = head
         end
         if not now then
@@ -140,14 +138,32 @@ do
         end
         sum = sum + delta
         if sum <= 0 then lean = false break end
-        -- save(): the keys' expiry already reaches past the tail's window.
+        -- save(): the keys' expiry pushed back when it comes before the
+        -- tail's window ends, or the log is new; the meta then learns the
+        -- pauses in force and is listed in the scope's windows.
         local needed
         if window then
           needed = tail + window + 1000000
         else
           needed = (tail_end or (tail + 86400000000)) + 1000000
         end
-        if needed > exp then lean = false break end
+        local refresh = needed > exp or (not e and nb > 0)
+        local scope, bucket
+        if refresh then
+          exp = needed + math.max(window or 0, 1000000)
+          scope, bucket = string.match(key, '^[^{]*{[^}]*}:'), string.match(key, '^(.*:)[^:]+:meta$')
+          if scope and bucket then
+            local p = redis.call('MGET', bucket .. 'pause', scope .. 'pause')
+            for j = 1, 2 do
+              if p[j] then
+                if not string.match(p[j], '^%d+$') then bad = true end
+                local u = tonumber(p[j])
+                if u and u > pz then pz = u end
+              end
+            end
+            if bad then lean = false break end
+          end
+        end
         til = 0
         if head ~= 0 and tail <= now then
           if window then
@@ -170,8 +186,20 @@ do
             if found > 0 then closed[found] = spack(ENTRY, ts, fu) end
             redis.call('RPUSH', log, unpack(closed))
           end
-          redis.call('SET', key, '#3:' .. spack(META, ot, ou, sum, os > 0 and os + slice or 0, 0, til, pz,
-            head, exp, origin, slice), 'KEEPTTL')
+          local meta = '#3:' .. spack(META, ot, ou, sum, os > 0 and os + slice or 0, 0, til, pz,
+            head, exp, origin, slice)
+          if refresh then
+            local ms = floor((exp - now) / 1000)
+            if scope and bucket then
+              local reg = scope .. 'windows'
+              redis.call('ZADD', reg, string.format('%d', exp), key)
+              if redis.call('PTTL', reg) < ms then redis.call('PEXPIRE', reg, ms) end
+            end
+            redis.call('SET', key, meta, 'PX', ms)
+            redis.call('PEXPIRE', log, ms)
+          else
+            redis.call('SET', key, meta, 'KEEPTTL')
+          end
         end
         settled = settled + 1
       until true

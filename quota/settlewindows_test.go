@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 )
 
 // leanWatch counts the settlements settlewindows.lua took itself: the test
-// script (leanOrGeneral, sent by its hash) replies with a table where it
+// script (leanOrGeneral, sent by its hash or source) replies with a table where it
 // did, a number where it fell through to settle.lua.
 type leanWatch struct{ lean, general atomic.Int64 }
 
@@ -22,7 +23,8 @@ func (w *leanWatch) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (w *leanWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if c, ok := cmd.(*redis.Cmd); ok && err == nil && len(c.Args()) > 1 && c.Args()[1] == leanOrGeneral.Hash() {
+		if c, ok := cmd.(*redis.Cmd); ok && err == nil && len(c.Args()) > 1 &&
+			(c.Args()[1] == leanOrGeneral.Hash() || c.Args()[1] == leanOrGeneralSource) {
 			switch c.Val().(type) {
 			case []any:
 				w.lean.Add(1)
@@ -42,10 +44,13 @@ func (w *leanWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // settle.lua through log.lua) but that settlewindows.lua runs as a
 // function, whose reply it wraps in a table: the test sees which part
 // settled, and the state written is the lean form's.
-var leanOrGeneral = newScript(clockPart + binaryPart +
-	"local function settle_windows()\n" + settleWindowsPart + "\nend\n" +
-	"local lean_reply = settle_windows()\nif lean_reply then return {lean_reply} end\n" +
-	windowParts + settlePart)
+var (
+	leanOrGeneralSource = clockPart + binaryPart +
+		"local function settle_windows()\n" + settleWindowsPart + "\nend\n" +
+		"local lean_reply = settle_windows()\nif lean_reply then return {lean_reply} end\n" +
+		windowParts + settlePart
+	leanOrGeneral = newScript(leanOrGeneralSource)
+)
 
 // testSettleWindowsAgrees checks settlewindows.lua against the general
 // code: a run of random calls on a sliding window, a calendar day beside a
@@ -53,7 +58,7 @@ var leanOrGeneral = newScript(clockPart + binaryPart +
 // over a Pacific midnight and slices closing between decisions and
 // settlements), settled up or down, settled again or cancelled at random,
 // leaves every window's meta and log the same byte for byte, and every
-// decision the same, whichever settles them.
+// decision the same, whichever settles them. Pauses come and go.
 func testSettleWindowsAgrees(t *testing.T, b *backend) {
 	ctx := context.Background()
 	pacific := mustLoad(t, "America/Los_Angeles")
@@ -77,6 +82,33 @@ func testSettleWindowsAgrees(t *testing.T, b *backend) {
 	settlements := 0
 	for step := range 600 {
 		clock.Add(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		if rng.IntN(40) == 0 {
+			// A pause of a bucket or the scope, which a new expiry's
+			// meta learns; half of them written as a pause that reached no
+			// meta (set while the scope's list of windows had lapsed).
+			k := rng.IntN(len(buckets) + 1)
+			bucket := ""
+			if k < len(buckets) {
+				bucket = buckets[k].bucket
+			}
+			d := time.Duration(1+rng.IntN(3)) * time.Second
+			unreached := rng.IntN(2) == 0 && k < len(buckets)
+			if unreached {
+				d *= 20 // long enough to meet a new expiry
+			}
+			for _, s := range scopes {
+				var err error
+				if unreached {
+					w := l.window(s, bucket, buckets[k].lims[0])
+					err = b.client.Set(ctx, w.pause, strconv.FormatInt(clock.Now().Add(d).UnixMicro(), 10), d+time.Second).Err()
+				} else {
+					err = l.Pause(ctx, s, bucket, d)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		if rng.IntN(2) == 0 || len(held) == 0 {
 			var charges []Demand
 			for _, x := range buckets {
@@ -171,4 +203,71 @@ func appendAll(entries []string) []byte {
 		b = append(b, e...)
 	}
 	return b
+}
+
+// testSettleWindowsNewExpiry: a settlement that pushes a window's first
+// closed slice makes its log, and gives the keys a new expiry; the meta
+// then learns a pause in force that never reached it. settlewindows.lua
+// takes it, and writes what the general code writes.
+func testSettleWindowsNewExpiry(t *testing.T, b *backend) {
+	ctx := context.Background()
+	clock := testclock.New(time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC))
+	c, _ := b.counted(t)
+	watch := &leanWatch{}
+	c.AddHook(watch)
+	l := mustNew(t, c, WithClock(clock.Now))
+	scopes := [2]string{scope(t, "lean"), scope(t, "general")}
+	scripts := [2]*redis.Script{leanOrGeneral, generalSettle}
+	minute := PerWindow(1000, time.Minute)
+	var rs [2]*Reservation
+	for _, s := range scopes {
+		mustAllow(t, l, s, charge("pool", 10, minute))
+	}
+	clock.Add(time.Second) // the next call closes the first one's slice into the meta
+	for k, s := range scopes {
+		rs[k] = mustAllow(t, l, s, charge("pool", 100, minute))
+		w := l.window(s, "pool", minute)
+		if n, err := b.client.Exists(ctx, w.log).Result(); err != nil || n != 0 {
+			t.Fatalf("%s: the log exists (%d, %v) before the settlement: the test no longer makes a new one", s, n, err)
+		}
+		// A pause that reached no meta: the scope's list of windows had
+		// lapsed when it was set.
+		until := strconv.FormatInt(clock.Now().Add(time.Hour).UnixMicro(), 10)
+		if err := b.client.Set(ctx, w.pause, until, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range scopes {
+		if err := rs[k].settle(ctx, scripts[k], map[string]int64{"pool": 17}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := watch.lean.Load(); n != 1 {
+		t.Errorf("settlewindows.lua took %d settlements, want 1", n)
+	}
+	var states [2]string
+	for k, s := range scopes {
+		w := l.window(s, "pool", minute)
+		m, err := b.client.Get(ctx, w.meta).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := b.client.LRange(ctx, w.log, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl, err := b.client.PTTL(ctx, w.log).Result()
+		if err != nil || ttl <= 0 {
+			t.Fatalf("%s: the new log's TTL is %v (%v), want one", s, ttl, err)
+		}
+		states[k] = m + "|" + string(appendAll(entries))
+	}
+	if states[0] != states[1] {
+		t.Fatalf("meta and log %x settled by settlewindows.lua, want %x as by the general code", states[0], states[1])
+	}
+	// The pause, learned, stops the fast decision on the window.
+	r := mustAllow(t, l, scopes[0], charge("pool", 1, minute))
+	if r.OK() {
+		t.Errorf("a call during the pause was admitted")
+	}
 }
