@@ -29,16 +29,20 @@
 do
   local n = (#ARGV - 2) / 2
   local lean = n >= 1
+  for i = 1, n do
+    if string.byte(ARGV[2 + 2 * i], 1) == 114 then lean = false end -- 'r': a bucket's span
+  end
   local now, at
   local sub, floor = string.sub, math.floor
   -- One pass with one window; with several, a pass that only checks.
   for pass = n == 1 and 2 or 1, 2 do
+    if not lean then break end
     local settled = 0
     for i = 1, n do
       repeat -- a block to leave (break) at the first reason to fall through
         local key, log, span = KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 + 2 * i]
         local window = tonumber(span) -- nil: a calendar's midnights
-        if string.byte(span, 1) == 114 or window == 0 then lean = false break end -- 'r': a bucket's
+        if window == 0 then lean = false break end
         local m = redis.call('GET', key)
         if not m or #m < HEAD or sub(m, 1, 3) ~= '#3:' then lean = false break end
         local ot, ou, sum, en, nb, til, pz, head, exp, origin, slice = sunpack(META, m, 4)

@@ -64,11 +64,7 @@ func testSettleWindowsAgrees(t *testing.T, b *backend) {
 	pacific := mustLoad(t, "America/Los_Angeles")
 	start := time.Date(2026, 8, 2, 23, 55, 0, 0, pacific)
 	clock := testclock.New(start)
-	c, _ := b.counted(t)
-	watch := &leanWatch{}
-	c.AddHook(watch)
-	l := mustNew(t, c, WithClock(clock.Now))
-	scopes := [2]string{scope(t, "lean"), scope(t, "general")}
+	l, watch, scopes := leanAndGeneral(t, b, clock)
 	scripts := [2]*redis.Script{leanOrGeneral, generalSettle}
 	minute := PerWindow(2500, time.Minute)
 	day, short := PerDay(20000, pacific), PerWindow(900, 10*time.Second)
@@ -120,17 +116,7 @@ func testSettleWindowsAgrees(t *testing.T, b *backend) {
 				continue
 			}
 			wait := time.Duration(rng.IntN(3)/2) * 30 * time.Second
-			var pair [2]*Reservation
-			for k, s := range scopes {
-				r, err := l.Reserve(ctx, s, wait, charges...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pair[k] = r
-			}
-			if pair[0].OK() != pair[1].OK() || pair[0].Time() != pair[1].Time() {
-				t.Fatalf("step %d: decisions differ: %v at %v against %v at %v", step, pair[0].OK(), pair[0].Time(), pair[1].OK(), pair[1].Time())
-			}
+			pair := reserveBoth(t, l, scopes, wait, charges...)
 			if pair[0].OK() {
 				held = append(held, pair)
 			}
@@ -149,17 +135,7 @@ func testSettleWindowsAgrees(t *testing.T, b *backend) {
 				}
 			}
 			cancel := rng.IntN(10) == 0
-			for k := range scopes {
-				var err error
-				if cancel {
-					err = pair[k].Cancel(ctx)
-				} else {
-					err = pair[k].settle(ctx, scripts[k], units)
-				}
-				if err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-			}
+			settleBoth(t, pair, scripts, units, cancel)
 			if !cancel {
 				settlements++
 			}
@@ -195,6 +171,52 @@ func testSettleWindowsAgrees(t *testing.T, b *backend) {
 	}
 }
 
+// leanAndGeneral returns a limiter on clock whose settlements by
+// leanOrGeneral watch counts, and the test's two scopes: the one settled
+// by leanOrGeneral, and the one by the general code.
+func leanAndGeneral(t *testing.T, b *backend, clock *testclock.Clock) (*Limiter, *leanWatch, [2]string) {
+	t.Helper()
+	c, _ := b.counted(t)
+	watch := &leanWatch{}
+	c.AddHook(watch)
+	return mustNew(t, c, WithClock(clock.Now)), watch, [2]string{scope(t, "lean"), scope(t, "general")}
+}
+
+// reserveBoth makes the same reservation in two scopes kept in step, and
+// fails the test when their decisions differ.
+func reserveBoth(t *testing.T, l *Limiter, scopes [2]string, wait time.Duration, charges ...Demand) [2]*Reservation {
+	t.Helper()
+	var pair [2]*Reservation
+	for k, s := range scopes {
+		r, err := l.Reserve(context.Background(), s, wait, charges...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair[k] = r
+	}
+	if pair[0].OK() != pair[1].OK() || pair[0].Time() != pair[1].Time() {
+		t.Fatalf("decisions differ: %v at %v against %v at %v", pair[0].OK(), pair[0].Time(), pair[1].OK(), pair[1].Time())
+	}
+	return pair
+}
+
+// settleBoth settles the pair's reservations to units, each by its
+// script, or cancels both.
+func settleBoth(t *testing.T, pair [2]*Reservation, scripts [2]*redis.Script, units map[string]int64, cancel bool) {
+	t.Helper()
+	for k, r := range pair {
+		var err error
+		if cancel {
+			err = r.Cancel(context.Background())
+		} else {
+			err = r.settle(context.Background(), scripts[k], units)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // appendAll joins a log's entries, each after a separator.
 func appendAll(entries []string) []byte {
 	var b []byte
@@ -212,11 +234,7 @@ func appendAll(entries []string) []byte {
 func testSettleWindowsNewExpiry(t *testing.T, b *backend) {
 	ctx := context.Background()
 	clock := testclock.New(time.Date(2026, 8, 2, 10, 0, 0, 0, time.UTC))
-	c, _ := b.counted(t)
-	watch := &leanWatch{}
-	c.AddHook(watch)
-	l := mustNew(t, c, WithClock(clock.Now))
-	scopes := [2]string{scope(t, "lean"), scope(t, "general")}
+	l, watch, scopes := leanAndGeneral(t, b, clock)
 	scripts := [2]*redis.Script{leanOrGeneral, generalSettle}
 	minute := PerWindow(1000, time.Minute)
 	var rs [2]*Reservation
