@@ -68,6 +68,8 @@ var (
 	mixedFastPart string // the common decision on windows and buckets together
 	//go:embed settlefast.lua
 	settleFastPart string // settle.lua's common case on buckets alone
+	//go:embed settlewindows.lua
+	settleWindowsPart string // settle.lua's common case on windows alone
 	//go:embed bucketusage.lua
 	bucketUsagePart string
 	//go:embed windowsonly.lua
@@ -148,10 +150,11 @@ var (
 	cancelScript = withLean(clockPart+binaryPart, cancelPart)
 	// settleScript replaces a reservation's units with their true cost:
 	// settlefast.lua takes the settlements on token buckets alone (an LLM
-	// call's tokens) before any function of log.lua is made; settle.lua
-	// every other.
-	settleScript = pair(clockPart+binaryPart+settleFastPart+logParts+settlePart,
-		clockPart+binaryPart+windowParts+settlePart)
+	// call's tokens), and settlewindows.lua those on windows in their open
+	// slice, before any function of log.lua is made; settle.lua every
+	// other.
+	settleScript = pair(clockPart+binaryPart+settleFastPart+settleWindowsPart+logParts+settlePart,
+		clockPart+binaryPart+settleWindowsPart+windowParts+settlePart)
 	// leaseScript takes and ends leases.
 	leaseScript = newScript(clockPart + binaryPart + logParts + leasePart)
 	// usageScript reads one limit's usage.
