@@ -88,19 +88,30 @@ type Options struct {
 // REST request one request, in the buckets of its shop and app, as
 // Shopify counts them (see the package documentation). Build one with
 // NewTransport; it is safe for concurrent use. Close it when done.
+//
+// Beside RoundTrip, it has Usage, Record and Pause, as
+// tollgate.Transport has them, for a shop's app (see Scope) and its Points
+// or Requests bucket ("" pauses both): Record counts what the app spent on
+// the shop without tollgate. CloseIdleConnections reaches Options.Base;
+// Close also releases the in-process Redis if NewTransport started one.
 type Transport struct {
-	kit     *provider.Kit
-	cfg     tollgate.Config // the Transports' configuration, but their buckets
-	reserve float64
-	assumed plan // before an answer tells a scope's buckets
-	shop    string
-	maxBody int64
+	controls // Usage, Record, Pause, CloseIdleConnections, Close: the kit's
+	kit      *provider.Kit
+	cfg      tollgate.Config // the Transports' configuration, but their buckets
+	reserve  float64
+	assumed  plan // before an answer tells a scope's buckets
+	shop     string
+	maxBody  int64
 
 	mu         sync.Mutex
 	plans      map[plan]*tollgate.Transport // by the bucket sizes they enforce
 	learned    map[string]plan              // by scope: the sizes its answers told
 	reconciled map[string]time.Time         // by scope and bucket: when last reconciled
 }
+
+// controls are the methods of the kit that a Transport shows its users:
+// embedded under this name, they are its own, and no field shows.
+type controls = provider.Recording
 
 // plan is the sizes of a scope's buckets (a shop's plan): each restores
 // its size every period.
@@ -153,6 +164,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.kit, err = provider.Start("shopify", rdb); err != nil {
 		return nil, err
 	}
+	t.controls = t.kit.Recording
 	t.kit.Pick(func(scope string) (*tollgate.Transport, error) { return t.transport(scope), nil })
 	if _, err := t.build(t.assumed); err != nil {
 		return nil, t.kit.Fail(err)
@@ -358,29 +370,3 @@ const (
 	reconcileEvery = time.Second
 	maxReconciled  = 1 << 14
 )
-
-// Usage reads how much of a bucket (Points or Requests) a scope (see
-// Scope) has spent, as tollgate.Transport.Usage does.
-func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.kit.Usage(ctx, scope, bucket)
-}
-
-// Record counts points or requests an app spent on a shop without
-// tollgate, as tollgate.Transport.Record does.
-func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.kit.Record(ctx, scope, bucket, units)
-}
-
-// Pause holds a shop's app off a bucket ("" for both) for d in every
-// process, as tollgate.Transport.Pause does.
-func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.kit.Pause(ctx, scope, bucket, d)
-}
-
-// CloseIdleConnections closes Options.Base's idle connections, when it
-// can.
-func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
-
-// Close releases the Transport, and the in-process Redis if NewTransport
-// started one.
-func (t *Transport) Close() error { return t.kit.Close() }
