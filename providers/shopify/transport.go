@@ -1,20 +1,19 @@
 package shopify
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/provider"
+	"github.com/tollgate/tollgate/internal/told"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -103,10 +102,9 @@ type Transport struct {
 	shop     string
 	maxBody  int64
 
-	mu         sync.Mutex
-	plans      map[plan]*tollgate.Transport // by the bucket sizes they enforce
-	learned    map[string]plan              // by scope: the sizes its answers told
-	reconciled map[string]time.Time         // by scope and bucket: when last reconciled
+	mu      sync.Mutex
+	plans   map[plan]*tollgate.Transport // by the bucket sizes they enforce
+	learned map[string]plan              // by scope: the sizes its answers told
 }
 
 // controls are the methods of the kit that a Transport shows its users:
@@ -151,7 +149,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	cfg.Base, cfg.Costs, cfg.ReadResponse, cfg.Scope = reader{base: opts.Base}, ct, upstream, provider.ScopeOf
 	t := &Transport{cfg: cfg, reserve: owned.Sizes.Reserve(DefaultReservePercent), assumed: plan{opts.Points, opts.Requests},
 		shop: opts.Shop, maxBody: opts.MaxBody,
-		plans: make(map[plan]*tollgate.Transport), learned: make(map[string]plan), reconciled: make(map[string]time.Time)}
+		plans: make(map[plan]*tollgate.Transport), learned: make(map[string]plan)}
 	if t.assumed.points == 0 {
 		t.assumed.points = assumedPoints
 	}
@@ -178,11 +176,13 @@ func (t *Transport) build(p plan) (*tollgate.Transport, error) {
 	if tr := t.plans[p]; tr != nil {
 		return tr, nil
 	}
-	bucket := func(size int64) tollgate.Bucket {
-		return tollgate.Bucket{ReservePercent: t.reserve, Limits: []quota.Limit{quota.TokenBucket(size, size, period)}}
+	// Each bucket follows what Shopify's answers tell of it (answer.go).
+	bucket := func(name string, size int64) tollgate.Bucket {
+		return tollgate.Bucket{ReservePercent: t.reserve, Follows: dialect + "/" + name,
+			Limits: []quota.Limit{quota.TokenBucket(size, size, period)}}
 	}
 	cfg := t.cfg
-	cfg.Buckets = map[string]tollgate.Bucket{Points: bucket(p.points), Requests: bucket(p.requests)}
+	cfg.Buckets = map[string]tollgate.Bucket{Points: bucket(Points, p.points), Requests: bucket(Requests, p.requests)}
 	tr, err := t.kit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -307,7 +307,7 @@ func (t *Transport) scopeOf(req *http.Request) string {
 // bucket meanwhile.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := &answer{}
-	ctx := withAnswer(req.Context(), a)
+	ctx := told.With(withAnswer(req.Context(), a))
 	out := req.WithContext(ctx)
 	if isGraphQL(req) {
 		body, err := provider.ReadBody(req, t.maxBody, errBody)
@@ -327,46 +327,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			bucket = Points
 		}
 		t.learn(scope, bucket, a.learned)
-		t.reconcile(ctx, scope, bucket, a.size, a.used)
 	}
 	return resp, err
 }
-
-// reconcile holds tollgate's count of a scope's bucket to what an answer
-// told: size units, used of them. When Shopify leaves less room than
-// tollgate counts, the difference is recorded as spent (and restores as
-// Shopify's bucket does). It reads tollgate's count (a round trip) only
-// when Shopify's bucket is less than 70% full, and at most once per
-// reconcileEvery per scope and bucket in this process.
-func (t *Transport) reconcile(ctx context.Context, scope, bucket string, size, used int64) {
-	if used*10 < size*3 {
-		return
-	}
-	now := time.Now()
-	key := scope + "\x00" + bucket
-	t.mu.Lock()
-	if now.Sub(t.reconciled[key]) < reconcileEvery {
-		t.mu.Unlock()
-		return
-	}
-	if len(t.reconciled) >= maxReconciled {
-		clear(t.reconciled)
-	}
-	t.reconciled[key] = now
-	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	u, err := t.kit.Usage(ctx, scope, bucket)
-	if err != nil || len(u) == 0 {
-		return
-	}
-	if extra := u[0].Remaining - (size - used); extra > 0 {
-		t.kit.Record(ctx, scope, bucket, extra)
-	}
-}
-
-// Bounds on the reconciliations of one process.
-const (
-	reconcileEvery = time.Second
-	maxReconciled  = 1 << 14
-)
