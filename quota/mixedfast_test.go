@@ -16,7 +16,7 @@ import (
 
 // generalReserve is reserveScript without mixedfast.lua: a charge of
 // windows and buckets together through the general decision.
-var generalReserve = newScript(binaryPart + nowPart + bucketFastPart + fastPart + logParts + decidePart + reservePart)
+var generalReserve = newScript(binaryPart + nowPart + bucketFastPart + fastPart + readPausesPart + logParts + decidePart + reservePart)
 
 // testMixedFastAgrees checks mixedfast.lua against the general decision:
 // a run of random calls charging token buckets beside windows (Gemini's

@@ -23,6 +23,8 @@ var (
 	nowPart string // the reserve script's clock
 	//go:embed fast.lua
 	fastPart string // the reserve script's reads and common decision
+	//go:embed readpauses.lua
+	readPausesPart string // a general decision's read of the pauses
 	//go:embed decide.lua
 	decidePart string // the general decision, in parts
 	//go:embed reserve.lua
@@ -76,11 +78,14 @@ var (
 	windowsOnlyPart string // log.lua's end in a script's lean form
 
 	// Pace and shares (Demand.Pace, Demand.Shares): fair.lua provides
-	// the pace line and the tenants' spending; fairreserve.lua decides;
+	// the pace line and the tenants' spending; fairread.lua reads the
+	// metas, readpauses.lua the pauses, and fairreserve.lua decides;
 	// fairundo.lua charges a cancellation or settlement to its tenant.
 	// Calls on buckets with neither never run them.
 	//go:embed fair.lua
 	fairPart string
+	//go:embed fairread.lua
+	fairReadPart string
 	//go:embed fairreserve.lua
 	fairReservePart string
 	//go:embed fairundo.lua
@@ -139,8 +144,8 @@ var (
 	// general code is made (each definition is a closure made at every
 	// call, which cost a window's decision a seventh of its
 	// instructions); reserve.lua every other.
-	reserveScript = pair(binaryPart+nowPart+bucketFastPart+mixedFastPart+fastPart+logParts+decidePart+reservePart,
-		binaryPart+nowPart+fastPart+windowParts+decidePart+reservePart)
+	reserveScript = pair(binaryPart+nowPart+bucketFastPart+mixedFastPart+fastPart+readPausesPart+logParts+decidePart+reservePart,
+		binaryPart+nowPart+fastPart+readPausesPart+windowParts+decidePart+reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
 	backgroundScript = withLean(clockPart+binaryPart, decidePart+roomPart+backgroundPart)
@@ -177,7 +182,7 @@ var (
 		"local function usage()\n" + usagePart + "\nend\n" + seriesPart)
 	// fairScript decides a call on buckets with a pace or shares: the
 	// general decision, the pace lines and the shares, in one step.
-	fairScript = newScript(binaryPart + nowPart + logParts + decidePart + fairPart + fairReservePart)
+	fairScript = newScript(binaryPart + nowPart + fairReadPart + readPausesPart + logParts + decidePart + fairPart + fairReservePart)
 	// fairCancelScript and fairSettleScript are cancelScript and
 	// settleScript charging their change to the reservation's tenant.
 	fairCancelScript = newScript(clockPart + binaryPart + logParts + fairPart +
