@@ -317,19 +317,33 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 		return nil, err
 	}
 	reply, late, err := l.runScript(ctx, reserveScript, keys, args)
-	if late != nil {
-		// The caller gave up while the decision was on its way: give back
-		// what it may admit, so that no units go to a call never made.
-		go func() {
-			<-late.done
-			if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
-				_ = r.Cancel(context.Background())
-			}
-		}()
-	}
+	l.giveBackLate(late, scope, charges, seq, nil)
 	if err != nil {
 		return nil, redisError(ctx, "reserve", err)
 	}
+	return l.decided(scope, charges, seq, reply)
+}
+
+// giveBackLate gives back, when it comes, what a decision whose caller
+// gave up while it was on its way admits (its units, and slots taken with
+// them), so that nothing goes to a call never made. late is runScript's.
+func (l *Limiter) giveBackLate(late *decision, scope string, charges []Demand, seq uint64, slots []*Slot) {
+	if late == nil {
+		return
+	}
+	go func() {
+		<-late.done
+		if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
+			_ = r.Cancel(context.Background())
+			for _, s := range slots {
+				_ = s.Release(context.Background())
+			}
+		}
+	}()
+}
+
+// decided reads a decision's reply into its reservation.
+func (l *Limiter) decided(scope string, charges []Demand, seq uint64, reply any) (*Reservation, error) {
 	r, err := l.reservation(scope, charges, seq, reply)
 	if err != nil {
 		return nil, err
