@@ -45,37 +45,50 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 		}
 		return err
 	}
+	apart := false // a cap's slot was not free with the units: take it waiting
 	for redecided, paused, resumed := 0, 0, 0; ; {
 		if err := p.gates.learning(ctx, d, r, r.scope, maxWait()); err != nil {
 			return refused(err)
 		}
-		waited, err := p.waitSlots(ctx, wctx, d, r, maxWait())
-		if err == nil && waited != nil && (r.endpoint.Free || len(r.endpoint.Charges) == 0) {
-			if pw := p.pauseAfterWait(ctx, r, *waited); pw != nil {
-				err = pw
-			}
+		var charges []quota.Demand
+		together := false // slots and units in one round trip (together.go)
+		if !apart && d.capped(r) {
+			charges = p.limits.charges(d, r, r.scope)
+			together = d.together(r, charges)
 		}
-		if err != nil {
-			p.gates.release(ctx, r, heldAll)
-			if pw := pausedBy(err); pw != nil {
-				if paused == maxPauses {
-					return pw.refusal(r)
+		if !together {
+			waited, err := p.waitSlots(ctx, wctx, d, r, maxWait())
+			if err == nil && waited != nil && (r.endpoint.Free || len(r.endpoint.Charges) == 0) {
+				if pw := p.pauseAfterWait(ctx, r, *waited); pw != nil {
+					err = pw
 				}
-				if err := sitOut(wctx, r, pw); err != nil {
-					return err
-				}
-				paused++
-				continue
 			}
-			return refused(err)
+			if err != nil {
+				p.gates.release(ctx, r, heldAll)
+				if pw := pausedBy(err); pw != nil {
+					if paused == maxPauses {
+						return pw.refusal(r)
+					}
+					if err := sitOut(wctx, r, pw); err != nil {
+						return err
+					}
+					paused++
+					continue
+				}
+				return refused(err)
+			}
+			charges = p.limits.charges(d, r, r.scope)
 		}
-		charges := p.limits.charges(d, r, r.scope)
 		if len(charges) == 0 {
 			return nil
 		}
 		learned := p.learnedGen(r)
-		if err := p.waitUnits(ctx, wctx, d, r, charges); err != nil {
+		if err := p.waitUnits(ctx, wctx, d, r, charges, together); err != nil {
 			p.gates.release(ctx, r, heldAll)
+			if err == errCapBusy {
+				apart = true
+				continue
+			}
 			if err == errResumed {
 				// A resume gave the hold back: decide again, as a
 				// request arriving now would.
@@ -160,8 +173,10 @@ func bucketsOf(r *request) []string {
 }
 
 // waitUnits takes a hold for the request's units and sleeps until it is
-// due, within wctx's deadline.
-func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, charges []quota.Demand) error {
+// due, within wctx's deadline. together, it takes the request's slots in
+// the same round trip (together.go), or, when one is not free now,
+// nothing, and returns errCapBusy.
+func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, charges []quota.Demand, together bool) error {
 	maxWait := time.Duration(-1)
 	deadline, bounded := wctx.Deadline()
 	if bounded {
@@ -169,7 +184,16 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 	}
 	heard, resumes := p.listening.Heard(), p.waiters.Resumes()
 	// On ctx: MaxWait bounds the wait for a turn, not the decision's round trip.
-	res, err := d.lim.Reserve(ctx, r.scope, maxWait, charges...)
+	var res *quota.Reservation
+	var err error
+	if together {
+		var full string
+		if res, full, err = p.gates.admit(ctx, d, r, r.scope, maxWait, charges); full != "" {
+			return errCapBusy
+		}
+	} else {
+		res, err = d.lim.Reserve(ctx, r.scope, maxWait, charges...)
+	}
 	if err != nil {
 		return limiterError(d, r, r.scope, err)
 	}
