@@ -26,10 +26,6 @@ var (
 	cappedPart string
 	//go:embed letgo.lua
 	letGoPart string
-
-	// releaseScript frees slots where nobody waits for them: letgo.lua
-	// with nothing before it.
-	releaseScript = newScript("local function body() end\n" + letGoPart)
 )
 
 // A Cap is a concurrency cap a decision takes a slot of (ReserveCapped):
@@ -249,15 +245,26 @@ func (s *Slot) claim() (first bool) {
 	return first
 }
 
-// free frees s: in one lean round trip where nobody waits for it, else
-// as slots.lua hands it to the first waiter.
+// free frees s in one round trip of two plain commands, no script: its
+// place taken off the holders, and the waiters counted after. When callers
+// wait, slots.lua hands the free slot to the first. No caller can enter
+// the room between the two: one that looks after the first finds the slot
+// free and takes it.
 func (s *Slot) free(ctx context.Context) error {
-	keys, args := withSlots(nil, nil, []*Slot{s})
-	reply, err := s.lim.run(ctx, releaseScript, keys, args...)
-	if err != nil {
+	k := s.lim.slotKeys(s.key)
+	pipe := s.lim.client.Pipeline()
+	pipe.ZRem(ctx, k[0], s.id)
+	waiting := pipe.ZCard(ctx, k[1])
+	if _, err := pipe.Exec(ctx); err != nil {
 		return redisError(ctx, "slot", err)
 	}
-	return s.lim.handOver(ctx, reply, []*Slot{s})
+	if waiting.Val() == 0 {
+		return nil
+	}
+	if _, err := s.run(ctx, "release", s.id); err != nil {
+		return redisError(ctx, "slot", err)
+	}
+	return nil
 }
 
 // wrappedScripts holds the scripts wrapped, by the script and the part
