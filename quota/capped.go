@@ -204,7 +204,9 @@ func (l *Limiter) runFreeing(ctx context.Context, script *redis.Script, keys []s
 		}
 		return err
 	}
-	l.handOver(ctx, reply, mine)
+	// A handover that fails leaves the slot free: its first waiter finds
+	// it when it next looks (SlotRenewal).
+	_ = l.handOver(ctx, reply, mine)
 	return nil
 }
 
@@ -249,7 +251,9 @@ func (s *Slot) claim() (first bool) {
 // place taken off the holders, and the waiters counted after. When callers
 // wait, slots.lua hands the free slot to the first. No caller can enter
 // the room between the two: one that looks after the first finds the slot
-// free and takes it.
+// free and takes it. The free is not awaited on replicas
+// (WithReplicas): one lost in a failover leaves the slot held, unrenewed,
+// for SlotTTL at most, which keeps the cap.
 func (s *Slot) free(ctx context.Context) error {
 	k := s.lim.slotKeys(s.key)
 	pipe := s.lim.client.Pipeline()
