@@ -5,41 +5,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/quota"
 )
-
-// redisTrips counts a client's round trips to Redis: each command sent
-// alone, each pipeline once, less the scripts refused with NOSCRIPT (a
-// script's first run on a server is sent twice).
-type redisTrips struct{ n atomic.Int64 }
-
-func (c *redisTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *redisTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			c.n.Add(1)
-		}
-		return err
-	}
-}
-
-func (c *redisTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
 
 // TestCappedRequestRoundTrips: a request charging units and a capped
 // bucket takes its units and its slot in one round trip, and, settled
@@ -62,7 +35,7 @@ func TestCappedRequestRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := redistest.Start(t).Client(t)
-	calls := &redisTrips{}
+	calls := &roundTrips{}
 	rdb.AddHook(calls)
 	lim := limiterOn(t, rdb)
 	up := newUpstream(t)

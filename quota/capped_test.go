@@ -8,49 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/testclock"
 )
 
-// The capped suite: slots taken with a decision (ReserveCapped) and freed
-// with a settlement (SettleAndRelease), on miniredis, a real redis-server
-// and a real cluster.
-var cappedSuite = []struct {
-	name string
-	run  func(t *testing.T, b *backend)
-}{
-	{"OneRoundTripEach", testCappedRoundTrips},
-	{"UnitsAndSlotsTogether", testCappedTogether},
-	{"WaitersKeepTheirTurn", testCappedWaitersFirst},
-	{"DeadHolderExpires", testCappedDeadHolder},
-	{"CapNeverExceeded", testCappedNeverExceeded},
-}
-
-func runCappedSuite(t *testing.T, b *backend) {
-	for _, tc := range cappedSuite {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
-	}
-}
-
-func TestCappedSuiteMiniredis(t *testing.T) {
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
-	t.Cleanup(func() { c.Close() })
-	runCappedSuite(t, &backend{name: "miniredis", client: c})
-}
-
-func TestCappedSuiteRedis(t *testing.T) {
-	s := redistest.Start(t)
-	runCappedSuite(t, &backend{name: "redis", client: s.Client(t), real: true})
-}
-
-func TestCappedSuiteCluster(t *testing.T) {
-	c := redistest.StartCluster(t, 3, 0)
-	runCappedSuite(t, &backend{name: "cluster", client: c.Client(t), real: true})
-}
+// Slots taken with a decision (ReserveCapped) and freed with a
+// settlement (SettleAndRelease): tests of the behaviour suite
+// (backend_test.go).
 
 // holders returns how many slots of bucket's cap in scope Redis holds.
 func holders(t *testing.T, b *backend, l *Limiter, scope, bucket string) int64 {
@@ -186,7 +151,7 @@ func testCappedWaitersFirst(t *testing.T, b *backend) {
 		}
 		got <- slot
 	}()
-	for i := 0; waiting(t, b, l, s) == 0; i++ {
+	for i := 0; roomSize(t, b, l, s) == 0; i++ {
 		if i == 1000 {
 			t.Fatal("the waiter never entered the room")
 		}
@@ -210,16 +175,6 @@ func testCappedWaitersFirst(t *testing.T, b *backend) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the slot freed by the settlement never reached the waiter")
 	}
-}
-
-// waiting returns how many callers wait in the room of bucket "b".
-func waiting(t *testing.T, b *backend, l *Limiter, scope string) int64 {
-	t.Helper()
-	n, err := b.client.ZCard(context.Background(), l.slotKeys(slotKey{scope, "b"})[1]).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // testCappedDeadHolder: a slot taken with a decision by a process that
