@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +14,8 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -78,16 +83,80 @@ func BenchmarkCappedPaired(b *testing.B) {
 			return r.Settle(ctx, "core", 17)
 		}},
 	} {
-		b.Run(v.name, func(b *testing.B) { pairedWithRedisRate(b, v.op) })
+		b.Run(v.name, func(b *testing.B) {
+			pairedWithRedisRate(b, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+				return func(ctx context.Context, s string) error { return v.op(ctx, lim, s) }
+			})
+		})
 	}
 }
 
-// pairedWithRedisRate runs request (one tollgate request in scope s, on a
-// limiter with one round trip per call) and a redis_rate decision in
-// turn, from callers goroutines, each on a redis-server of its own, over
+// BenchmarkCappedTransportPaired measures the same through a
+// tollgate.Transport, against an upstream in memory, as
+// BenchmarkCappedPaired does. Each request charges a window in two
+// buckets, as GitHub's do (core, and concurrent, which is capped at 100
+// in flight): plain (the second bucket not capped); capped; capped-settled
+// (settled from its answer's body, the slot freed in the settlement's
+// round trip).
+func BenchmarkCappedTransportPaired(b *testing.B) {
+	table, err := costs.New(costs.Spec{
+		Buckets: []string{"core", "concurrent", "uncapped"},
+		Rules: []costs.Rule{
+			{Pattern: "GET /plain", Endpoint: "plain", Charges: []costs.Charge{{Bucket: "core", Units: 1}, {Bucket: "uncapped", Units: 1}}},
+			{Pattern: "GET /capped", Endpoint: "capped", Charges: []costs.Charge{{Bucket: "core", Units: 1}, {Bucket: "concurrent", Units: 1}}},
+			{Pattern: "GET /capped-settled", Endpoint: "capped-settled",
+				Charges: []costs.Charge{{Bucket: "core", Units: 100}, {Bucket: "concurrent", Units: 1}},
+				Settle:  []costs.Settle{{Bucket: "core", Field: "usage.units"}}},
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range []string{"/plain", "/capped", "/capped-settled"} {
+		b.Run(path[1:], func(b *testing.B) {
+			pairedWithRedisRate(b, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+				tr := transport(b, tollgate.Config{
+					Base: answering(`{"usage":{"units":17}}`), Limiter: lim, Costs: table,
+					Buckets: map[string]tollgate.Bucket{
+						"core":       {Limits: []quota.Limit{never(time.Minute)}},
+						"concurrent": {Limits: []quota.Limit{never(time.Minute)}, MaxInFlight: 100},
+						"uncapped":   {Limits: []quota.Limit{never(time.Minute)}},
+					},
+					Scope: func(r *http.Request) (string, error) { return r.Header.Get("X-Scope"), nil },
+				})
+				return func(ctx context.Context, s string) error {
+					req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.test"+path, nil)
+					req.Header.Set("X-Scope", s)
+					resp, err := tr.RoundTrip(req)
+					if err != nil {
+						return err
+					}
+					io.Copy(io.Discard, resp.Body)
+					return resp.Body.Close()
+				}
+			})
+		})
+	}
+}
+
+// answering is an upstream in memory that answers every request 200 with
+// body, as JSON.
+type answering string
+
+func (a answering) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{
+		StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   io.NopCloser(strings.NewReader(string(a))), ContentLength: int64(len(a)),
+	}, nil
+}
+
+// pairedWithRedisRate runs a tollgate request in scope s (what request
+// makes of a limiter with one round trip per call) and a redis_rate
+// decision in turn, from callers goroutines, each on a redis-server of its own, over
 // 10,000 scopes warmed first, and reports each server's main-thread CPU
 // per request and their ratio.
-func pairedWithRedisRate(b *testing.B, request func(ctx context.Context, lim *quota.Limiter, s string) error) {
+func pairedWithRedisRate(b *testing.B, request func(lim *quota.Limiter) func(ctx context.Context, s string) error) {
 	const n = 10_000
 	scopes := make([]string, n)
 	for i := range scopes {
@@ -95,12 +164,12 @@ func pairedWithRedisRate(b *testing.B, request func(ctx context.Context, lim *qu
 	}
 	limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000, Period: time.Minute}
 	tg, rr := server(b), server(b)
-	lim := limiter(b, tg, quota.WithPipelines(0))
+	send := request(limiter(b, tg, quota.WithPipelines(0)))
 	peer := redis_rate.NewLimiter(rr)
 	var next atomic.Int64
 	pair := func(ctx context.Context, _ int) error {
 		s := scopes[int(next.Add(1))%n]
-		if err := request(ctx, lim, s); err != nil {
+		if err := send(ctx, s); err != nil {
 			return err
 		}
 		_, err := peer.AllowN(ctx, s, limit, 1)

@@ -43,12 +43,14 @@ func BenchmarkSettledPaired(b *testing.B) {
 		}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			pairedWithRedisRate(b, func(ctx context.Context, lim *quota.Limiter, s string) error {
-				r, err := lim.Allow(ctx, s, v.charges...)
-				if err != nil || !r.OK() {
-					return refusedOr(err)
+			pairedWithRedisRate(b, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+				return func(ctx context.Context, s string) error {
+					r, err := lim.Allow(ctx, s, v.charges...)
+					if err != nil || !r.OK() {
+						return refusedOr(err)
+					}
+					return v.settle(ctx, r)
 				}
-				return v.settle(ctx, r)
 			})
 		})
 	}
