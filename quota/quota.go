@@ -38,7 +38,8 @@
 // scopes vanish. [Limiter.Record] counts units spent without a decision,
 // [Limiter.Pause] stops a bucket or scope for a while, [Limiter.Lease]
 // hands a process a block of units to spend without a round trip,
-// [Limiter.TakeSlot] caps calls in flight, [Limiter.Announce] holds the
+// [Limiter.TakeSlot] caps calls in flight ([Limiter.ReserveCapped] takes
+// the slots with a decision's units), [Limiter.Announce] holds the
 // count to what the upstream announces, and [Limiter.Usage] reads what is
 // spent. A context marked [WithPriority] Background yields to interactive
 // calls. A demand's [Pace] spreads its calendar days and fixed windows
