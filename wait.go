@@ -50,35 +50,29 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 		if err := p.gates.learning(ctx, d, r, r.scope, maxWait()); err != nil {
 			return refused(err)
 		}
-		var charges []quota.Demand
-		together := false // slots and units in one round trip (together.go)
-		if !apart && d.capped(r) {
-			charges = p.limits.charges(d, r, r.scope)
-			together = d.together(r, charges)
-		}
-		if !together {
-			waited, err := p.waitSlots(ctx, wctx, d, r, maxWait())
-			if err == nil && waited != nil && (r.endpoint.Free || len(r.endpoint.Charges) == 0) {
-				if pw := p.pauseAfterWait(ctx, r, *waited); pw != nil {
-					err = pw
-				}
+		// The slots with the units, in one round trip (together.go).
+		together := !apart && d.capped(r) && d.together(r, p.limits.charges(d, r, r.scope))
+		waited, err := p.waitSlots(ctx, wctx, d, r, maxWait(), together)
+		if err == nil && waited != nil && (r.endpoint.Free || len(r.endpoint.Charges) == 0) {
+			if pw := p.pauseAfterWait(ctx, r, *waited); pw != nil {
+				err = pw
 			}
-			if err != nil {
-				p.gates.release(ctx, r, heldAll)
-				if pw := pausedBy(err); pw != nil {
-					if paused == maxPauses {
-						return pw.refusal(r)
-					}
-					if err := sitOut(wctx, r, pw); err != nil {
-						return err
-					}
-					paused++
-					continue
-				}
-				return refused(err)
-			}
-			charges = p.limits.charges(d, r, r.scope)
 		}
+		if err != nil {
+			p.gates.release(ctx, r, heldAll)
+			if pw := pausedBy(err); pw != nil {
+				if paused == maxPauses {
+					return pw.refusal(r)
+				}
+				if err := sitOut(wctx, r, pw); err != nil {
+					return err
+				}
+				paused++
+				continue
+			}
+			return refused(err)
+		}
+		charges := p.limits.charges(d, r, r.scope)
 		if len(charges) == 0 {
 			return nil
 		}
@@ -132,8 +126,12 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 // waitSlots takes the request's slots, now if they are free; otherwise it
 // waits for them, where pauses reach it, up to maxWait. When it waited,
 // waited holds what the Transport heard before (for pauseAfterWait); a
-// pause that reached it is returned as its error.
-func (p *decision) waitSlots(ctx, wctx context.Context, d *decider, r *request, maxWait time.Duration) (waited *uint64, err error) {
+// pause that reached it is returned as its error. together, it takes
+// none: they come with the units (waitUnits).
+func (p *decision) waitSlots(ctx, wctx context.Context, d *decider, r *request, maxWait time.Duration, together bool) (waited *uint64, err error) {
+	if together {
+		return nil, nil
+	}
 	err = p.gates.slots(ctx, d, r, r.scope, 0) // on ctx: the round trip is not the wait
 	if err == nil {
 		return nil, nil
