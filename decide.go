@@ -97,16 +97,28 @@ func (p *decision) admitNow(ctx context.Context, d *decider, r *request, scope s
 	if err := p.gates.learning(ctx, d, r, scope, 0); err != nil {
 		return err
 	}
-	if err := p.gates.slots(ctx, d, r, scope, 0); err != nil {
-		p.gates.release(ctx, r, heldAll)
-		return err
+	var res *quota.Reservation
+	var err error
+	var epoch uint64
+	if charges := p.limits.charges(d, r, scope); d.together(r, charges) {
+		var full string
+		epoch = p.refusals.Mark()
+		res, full, err = p.gates.admit(ctx, d, r, scope, 0, charges) // slots and units in one round trip
+		if full != "" {
+			p.gates.release(ctx, r, heldAll)
+			return r.refused(scope, full, CapFull, 0, "")
+		}
+	} else {
+		if err := p.gates.slots(ctx, d, r, scope, 0); err != nil {
+			p.gates.release(ctx, r, heldAll)
+			return err
+		}
+		if len(charges) == 0 { // a free request, held by its slots alone
+			return nil
+		}
+		epoch = p.refusals.Mark()
+		res, err = d.lim.Allow(ctx, scope, charges...)
 	}
-	charges := p.limits.charges(d, r, scope)
-	if len(charges) == 0 { // a free request, held by its slots alone
-		return nil
-	}
-	epoch := p.refusals.Mark()
-	res, err := d.lim.Allow(ctx, scope, charges...)
 	if err != nil {
 		p.gates.release(ctx, r, heldAll)
 		return limiterError(d, r, scope, err)

@@ -116,6 +116,6 @@ const (
 // settling the true cost it told (settle.go).
 func (r *request) Ended(told []meter.Cost, _ bool) {
 	ctx := r.req.Context()
-	r.t.settling.settle(ctx, r, told)
+	r.t.settling.settle(ctx, r, told, r.slots()...) // the slots freed in the settlement's round trip
 	r.t.gates.release(ctx, r, heldSlots)
 }

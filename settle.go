@@ -45,8 +45,10 @@ func (s *settling) meter(ctx context.Context, r *request, resp *http.Response) (
 }
 
 // settle replaces the estimates the response told the truth of, and
-// reports each to the hook and the log.
-func (s *settling) settle(ctx context.Context, r *request, told []meter.Cost) {
+// reports each to the hook and the log. It frees slots in the same round
+// trip (the request's, when its response ended), whatever its outcome;
+// with nothing told it frees none.
+func (s *settling) settle(ctx context.Context, r *request, told []meter.Cost, free ...*quota.Slot) {
 	if len(told) == 0 {
 		return
 	}
@@ -63,7 +65,7 @@ func (s *settling) settle(ctx context.Context, r *request, told []meter.Cost) {
 		}
 		units[c.Bucket] = c.Units
 	}
-	if err := r.res.SettleAll(sctx, units); errors.Is(err, quota.ErrInvalid) {
+	if err := r.res.SettleAndRelease(sctx, units, free...); errors.Is(err, quota.ErrInvalid) {
 		// One bucket or count is refused, and SettleAll settled none: the
 		// others are settled one by one.
 		for b, n := range units {

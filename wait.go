@@ -45,11 +45,14 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 		}
 		return err
 	}
+	apart := false // a cap's slot was not free with the units: take it waiting
 	for redecided, paused, resumed := 0, 0, 0; ; {
 		if err := p.gates.learning(ctx, d, r, r.scope, maxWait()); err != nil {
 			return refused(err)
 		}
-		waited, err := p.waitSlots(ctx, wctx, d, r, maxWait())
+		// The slots with the units, in one round trip (together.go).
+		together := !apart && d.capped(r) && d.together(r, p.limits.charges(d, r, r.scope))
+		waited, err := p.waitSlots(ctx, wctx, d, r, maxWait(), together)
 		if err == nil && waited != nil && (r.endpoint.Free || len(r.endpoint.Charges) == 0) {
 			if pw := p.pauseAfterWait(ctx, r, *waited); pw != nil {
 				err = pw
@@ -74,8 +77,12 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 			return nil
 		}
 		learned := p.learnedGen(r)
-		if err := p.waitUnits(ctx, wctx, d, r, charges); err != nil {
+		if err := p.waitUnits(ctx, wctx, d, r, charges, together); err != nil {
 			p.gates.release(ctx, r, heldAll)
+			if err == errCapBusy {
+				apart = true
+				continue
+			}
 			if err == errResumed {
 				// A resume gave the hold back: decide again, as a
 				// request arriving now would.
@@ -119,8 +126,12 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 // waitSlots takes the request's slots, now if they are free; otherwise it
 // waits for them, where pauses reach it, up to maxWait. When it waited,
 // waited holds what the Transport heard before (for pauseAfterWait); a
-// pause that reached it is returned as its error.
-func (p *decision) waitSlots(ctx, wctx context.Context, d *decider, r *request, maxWait time.Duration) (waited *uint64, err error) {
+// pause that reached it is returned as its error. together, it takes
+// none: they come with the units (waitUnits).
+func (p *decision) waitSlots(ctx, wctx context.Context, d *decider, r *request, maxWait time.Duration, together bool) (waited *uint64, err error) {
+	if together {
+		return nil, nil
+	}
 	err = p.gates.slots(ctx, d, r, r.scope, 0) // on ctx: the round trip is not the wait
 	if err == nil {
 		return nil, nil
@@ -160,8 +171,10 @@ func bucketsOf(r *request) []string {
 }
 
 // waitUnits takes a hold for the request's units and sleeps until it is
-// due, within wctx's deadline.
-func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, charges []quota.Demand) error {
+// due, within wctx's deadline. together, it takes the request's slots in
+// the same round trip (together.go), or, when one is not free now,
+// nothing, and returns errCapBusy.
+func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, charges []quota.Demand, together bool) error {
 	maxWait := time.Duration(-1)
 	deadline, bounded := wctx.Deadline()
 	if bounded {
@@ -169,7 +182,16 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 	}
 	heard, resumes := p.listening.Heard(), p.waiters.Resumes()
 	// On ctx: MaxWait bounds the wait for a turn, not the decision's round trip.
-	res, err := d.lim.Reserve(ctx, r.scope, maxWait, charges...)
+	var res *quota.Reservation
+	var err error
+	if together {
+		var full string
+		if res, full, err = p.gates.admit(ctx, d, r, r.scope, maxWait, charges); full != "" {
+			return errCapBusy
+		}
+	} else {
+		res, err = d.lim.Reserve(ctx, r.scope, maxWait, charges...)
+	}
 	if err != nil {
 		return limiterError(d, r, r.scope, err)
 	}

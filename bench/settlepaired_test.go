@@ -2,14 +2,8 @@ package bench
 
 import (
 	"context"
-	"runtime"
-	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/go-redis/redis_rate/v10"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/quota"
 )
@@ -25,12 +19,6 @@ import (
 // settled in one call, Reservation.SettleAll); llm/one-by-one (the same,
 // settled with one Settle per bucket).
 func BenchmarkSettledPaired(b *testing.B) {
-	const n = 10_000
-	scopes := make([]string, n)
-	for i := range scopes {
-		scopes[i] = "scope-" + strconv.Itoa(i)
-	}
-	limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000, Period: time.Minute}
 	bucket := quota.TokenBucket(1_000_000, 1_000_000, time.Minute) // never reached
 	llm := []quota.Demand{
 		{Bucket: "requests", Units: 1, Limits: []quota.Limit{bucket}},
@@ -55,43 +43,15 @@ func BenchmarkSettledPaired(b *testing.B) {
 		}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			tg, rr := server(b), server(b)
-			lim := limiter(b, tg, quota.WithPipelines(0))
-			peer := redis_rate.NewLimiter(rr)
-			var next atomic.Int64
-			pair := func(ctx context.Context, _ int) error {
-				s := scopes[int(next.Add(1))%n]
-				r, err := lim.Allow(ctx, s, v.charges...)
-				if err != nil || !r.OK() {
-					return refusedOr(err)
-				}
-				if err := v.settle(ctx, r); err != nil {
-					return err
-				}
-				_, err = peer.AllowN(ctx, s, limit, 1)
-				return err
-			}
-			spreadScopes(b, n, pair)
-			ctx := context.Background()
-			for _, r := range []*redis.Client{tg, rr} {
-				r.ConfigResetStat(ctx)
-			}
-			cpuTG, cpuRR := serverCPU(b, tg), serverCPU(b, rr)
-			b.ResetTimer()
-			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := pair(ctx, 0); err != nil {
-						b.Error(err)
-						return
+			pairedWithRedisRate(b, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+				return func(ctx context.Context, s string) error {
+					r, err := lim.Allow(ctx, s, v.charges...)
+					if err != nil || !r.OK() {
+						return refusedOr(err)
 					}
+					return v.settle(ctx, r)
 				}
 			})
-			b.StopTimer()
-			mine, theirs := (serverCPU(b, tg)-cpuTG)/float64(b.N), (serverCPU(b, rr)-cpuRR)/float64(b.N)
-			b.ReportMetric(mine, "tollgate-cpu-µs/request")
-			b.ReportMetric(theirs, "redis_rate-cpu-µs/op")
-			b.ReportMetric(mine/theirs, "cpu-ratio")
 		})
 	}
 }

@@ -67,6 +67,9 @@ func (e *CostError) Is(target error) bool {
 type RefusedError struct {
 	// Scope is the scope asked for, as the caller named it.
 	Scope string
+	// Bucket is the cap whose slot was not free, when ReserveCapped was
+	// refused a slot, e.g. "concurrent"; empty otherwise.
+	Bucket string
 	// RetryAfter is how long after the decision the cost would fit, given
 	// what was recorded then, e.g. 41.2s. It is zero when unknown.
 	RetryAfter time.Duration

@@ -38,7 +38,8 @@
 // scopes vanish. [Limiter.Record] counts units spent without a decision,
 // [Limiter.Pause] stops a bucket or scope for a while, [Limiter.Lease]
 // hands a process a block of units to spend without a round trip,
-// [Limiter.TakeSlot] caps calls in flight, [Limiter.Announce] holds the
+// [Limiter.TakeSlot] caps calls in flight ([Limiter.ReserveCapped] takes
+// the slots with a decision's units), [Limiter.Announce] holds the
 // count to what the upstream announces, and [Limiter.Usage] reads what is
 // spent. A context marked [WithPriority] Background yields to interactive
 // calls. A demand's [Pace] spreads its calendar days and fixed windows
@@ -324,19 +325,33 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 // seq.
 func (l *Limiter) decide(ctx context.Context, script *redis.Script, scope string, charges []Demand, seq uint64, keys []string, args []any) (*Reservation, error) {
 	reply, late, err := l.runScript(ctx, script, keys, args)
-	if late != nil {
-		// The caller gave up while the decision was on its way: give back
-		// what it may admit, so that no units go to a call never made.
-		go func() {
-			<-late.done
-			if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
-				_ = r.Cancel(context.Background())
-			}
-		}()
-	}
+	l.giveBackLate(late, scope, charges, seq, nil)
 	if err != nil {
 		return nil, redisError(ctx, "reserve", err)
 	}
+	return l.decided(scope, charges, seq, reply)
+}
+
+// giveBackLate gives back, when it comes, what a decision whose caller
+// gave up while it was on its way admits (its units, and slots taken with
+// them), so that nothing goes to a call never made. late is runScript's.
+func (l *Limiter) giveBackLate(late *decision, scope string, charges []Demand, seq uint64, slots []*Slot) {
+	if late == nil {
+		return
+	}
+	go func() {
+		<-late.done
+		if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
+			_ = r.Cancel(context.Background())
+			for _, s := range slots {
+				_ = s.Release(context.Background())
+			}
+		}
+	}()
+}
+
+// decided reads a decision's reply into its reservation.
+func (l *Limiter) decided(scope string, charges []Demand, seq uint64, reply any) (*Reservation, error) {
 	r, err := l.reservation(scope, charges, seq, reply)
 	if err != nil {
 		return nil, err

@@ -156,6 +156,12 @@ func (r *Reservation) SettleAll(ctx context.Context, units map[string]int64) err
 // settle is SettleAll by script: settleScript, or in tests the same
 // decision by other code.
 func (r *Reservation) settle(ctx context.Context, settle *redis.Script, units map[string]int64) error {
+	return r.settleFreeing(ctx, settle, units, nil)
+}
+
+// settleFreeing is settle that, when it writes, frees slots in the same
+// round trip (SettleAndRelease).
+func (r *Reservation) settleFreeing(ctx context.Context, settle *redis.Script, units map[string]int64, slots []*Slot) error {
 	for bucket, n := range units {
 		if n < 0 || n > MaxUnits {
 			return invalid(fmt.Sprintf("settlement of %d units for bucket %q", n, bucket), "units must be between 0 and MaxUnits")
@@ -198,7 +204,7 @@ func (r *Reservation) settle(ctx context.Context, settle *redis.Script, units ma
 		}
 	}
 	script, keys, args := r.fairUndo(settle, keys, args, &now, func(j int) int64 { return deltas[j] })
-	if _, err := r.lim.run(ctx, script, keys, args...); err != nil {
+	if err := r.lim.runFreeing(ctx, script, keys, args, slots); err != nil {
 		return redisError(ctx, "settle", err) // nothing was written: the entries keep their units
 	}
 	if r.units == nil {

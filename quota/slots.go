@@ -162,9 +162,7 @@ func (s *Slot) leave() {
 func (s *Slot) Release(ctx context.Context) error {
 	s.once.Do(func() {
 		s.lim.keeper.drop(s)
-		if _, err := s.run(ctx, "release", s.id); err != nil {
-			s.err = redisError(ctx, "slot", err)
-		}
+		s.err = s.free(ctx)
 	})
 	return s.err
 }

@@ -12,7 +12,9 @@
 --           class ('interactive' or 'background')
 --           reply {1} when the slot is id's; {0, place} when it is not:
 --           place from 0 in the room, or -1 when it did not enter
---   release id: free id's slot, or take id out of the room
+--   release id: free id's slot, or take id out of the room, and hand
+--           the free slots to the first waiters (a slot freed by a plain
+--           ZREM, Slot.Release's, included)
 --           reply the number of slots handed to waiters
 --   renew   ids...: push back the expiry of the slots still held
 --           reply the number still held
@@ -66,11 +68,10 @@ end
 
 local id = ARGV[5]
 if op == 'release' then
-  local freed = redis.call('ZREM', holders, id) == 1
+  redis.call('ZREM', holders, id)
   waiting:leave(id)
   reap()
-  if freed then return handoff() end
-  return 0
+  return handoff()
 end
 
 -- take
