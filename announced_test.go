@@ -358,7 +358,11 @@ func TestLearnedLimit(t *testing.T) {
 	var mu sync.Mutex
 	learnedAt := map[int64][]time.Time{} // per limit, when each Transport read it
 	start := time.Unix(0, base*int64(window))
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(6*window))
+	// The raised limit lasts four windows, longer than a request may wait
+	// (MaxWait, three): a Transport whose requests all waited through the
+	// change (decided again behind holds, on a loaded machine for most of
+	// two windows) still sends, and reads 40, before the run ends.
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(8*window))
 	defer cancel()
 	var wg sync.WaitGroup
 	var transports []*tollgate.Transport
@@ -418,10 +422,17 @@ func TestLearnedLimit(t *testing.T) {
 	if up.early != 1 {
 		t.Errorf("%d requests were in flight at once before the first response, want 1", up.early)
 	}
+	// The windows of 50 are spent, each within it. One of them may stay
+	// empty on a loaded machine: the requests that waited behind the first
+	// response are decided again when it announces the limit, like those
+	// after each change below.
 	for k := base; k < base+2; k++ {
-		if up.mine[k] == 0 || up.mine[k] > 50 {
-			t.Errorf("window %d: tollgate used %d, want some, at most the announced 50", k-base, up.mine[k])
+		if up.mine[k] > 50 {
+			t.Errorf("window %d: tollgate used %d, more than the announced 50", k-base, up.mine[k])
 		}
+	}
+	if up.mine[base]+up.mine[base+1] == 0 {
+		t.Errorf("tollgate used nothing in the windows of 50")
 	}
 	// Each limit is followed from the response that announced it on: the
 	// requests sent after the Transports read it, until the upstream
@@ -464,10 +475,11 @@ func TestLearnedLimit(t *testing.T) {
 			t.Errorf("Transport %d enforces %v after the upstream raised its limit to 40, want %d units", i, u[0].Limit, want)
 		}
 	}
-	if up.mine[base+4]+up.mine[base+5] == 0 {
+	if up.mine[base+4]+up.mine[base+5]+up.mine[base+6]+up.mine[base+7] == 0 {
 		t.Errorf("tollgate used nothing in the windows of 40")
 	}
-	t.Logf("tollgate used per window: %d %d | %d %d | %d %d", up.mine[base], up.mine[base+1], up.mine[base+2], up.mine[base+3], up.mine[base+4], up.mine[base+5])
+	t.Logf("tollgate used per window: %d %d | %d %d | %d %d %d %d", up.mine[base], up.mine[base+1], up.mine[base+2], up.mine[base+3],
+		up.mine[base+4], up.mine[base+5], up.mine[base+6], up.mine[base+7])
 }
 
 // TestOutOfOrderAnnouncements: a response delayed behind a later one, and
