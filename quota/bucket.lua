@@ -5,7 +5,8 @@
 -- Provides: bucket_limit(key, span), bucket_read(B, m), bucket_debt(B, t),
 -- bucket_used(B, t), bucket_fit(B, t0, units), bucket_admit(B, at, units),
 -- bucket_giveback(B, at, worth, units), bucket_refund(B, at, units),
--- bucket_extra(B, at, units, now), bucket_full(B), bucket_write(B, now).
+-- bucket_return(B, at, units, now), bucket_extra(B, at, units, now),
+-- bucket_full(B), bucket_write(B, now).
 -- Needs: binary.lua.
 --
 -- A bucket of capacity C refilled at R units per period P (µs) is one key,
@@ -43,6 +44,44 @@
 -- less the longer the bucket went on after it. An extra charge (the
 -- upstream spent more) adds its worth to the debt whatever the level:
 -- later calls wait for it.
+--
+-- A bucket that refunds as its upstream does (its span's last byte 1,
+-- quota.Limit.AsUpstream) mirrors an upstream that charges a call's
+-- estimate when it arrives and, when the call ends, gives back what it
+-- charged beyond the true cost, at once, up to full (Anthropic's output
+-- tokens: "estimated based on max_tokens at the beginning of each
+-- request and adjusted at the end of the request",
+-- https://docs.anthropic.com/en/api/rate-limits). Such an upstream's
+-- bucket is a level L refilled at R per µs up to C*P; a call takes n*P
+-- from it when it arrives (refused, 429, were L < n*P) and, when it ends,
+-- L becomes min(C*P, L + x*P) for the x units given back. The debt here
+-- is never below the upstream's (C*P - L), at every instant, so no call
+-- admitted here is refused there. A refund at now of x units
+-- (bucket_return) keeps that, by what is dated after now:
+--
+--   - no call dated after now (tail <= now): the upstream gave back x
+--     no later than now, to a level no lower: the debt at now falls by
+--     x*P, to no less than 0;
+--   - calls dated after now at one instant only (prev <= now < tail, tn
+--     units there): the upstream takes them at tail, after the refund,
+--     so its debt at tail is at least tn*P: the debt at tail falls by
+--     x*P, to no less than tn*P;
+--   - calls dated after now at several instants: how much of the debt
+--     is theirs is not kept, and the refund might fill what the upstream
+--     would have taken from a full bucket: nothing is given back.
+--
+-- A cancel (the span's last byte 2: the call never reached the
+-- upstream) is not a refund: the upstream never counted the call. One
+-- dated after now (a hold given up) is given back as on any bucket
+-- (bucket_giveback): removing its units from the calls dated after now
+-- lowers the debt there by their worth less the gaps it may open
+-- between tail and it. One dated by now gives nothing back: a refund
+-- since may have filled the bucket, which then holds none of its units
+-- (the upstream's, without it, would be as full).
+--
+-- The upstream's bucket lets through more than C + R*(T - T0)/P over
+-- some spans (a refund gives back units that later calls then spend
+-- again): such a bucket holds the upstream's guarantee, not that bound.
 
 local function bucket_error(key)
   error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0)
@@ -52,8 +91,9 @@ end
 -- caller's to set.
 local function bucket_limit(key, span)
   if #span ~= SPAN_LEN then error('ERR tollgate: a token bucket span of ' .. #span .. ' bytes', 0) end
-  local p, r = sunpack(SPAN, span, 2)
-  return {bucket = true, key = key, P = p, R = r, u = 0, s = 0, tail = 0, tn = 0, prev = 0}
+  local p, r, _, _, refunds = sunpack(SPAN, span, 2)
+  return {bucket = true, key = key, P = p, R = r, upstream = refunds > 0, cancelling = refunds == 2,
+    u = 0, s = 0, tail = 0, tn = 0, prev = 0}
 end
 
 -- Read the state m (a string, or false for none: a full bucket).
@@ -131,6 +171,26 @@ end
 local function bucket_refund(B, at, units)
   if units <= 0 then return 0 end
   return bucket_giveback(B, at, units * B.P, units)
+end
+
+-- Give back units of a call admitted at at, settled at now, as the
+-- upstream gives them back (see above). Returns the units no longer
+-- counted.
+local function bucket_return(B, at, units, now)
+  if units <= 0 or (B.s == 0 and B.u == 0) then return 0 end
+  local t, least = now, 0
+  if B.tail > now then
+    if B.prev > now or B.tn >= UNKNOWN then return 0 end
+    t, least = B.tail, B.tn * B.P
+  end
+  local d = bucket_debt(B, t)
+  local left = math.max(d - units * B.P, least)
+  if left < d then B.u, B.s = t, left end
+  if at == B.tail and B.tn < UNKNOWN then
+    B.tn = B.tn - units
+    if B.tn <= 0 then B.tail, B.tn = B.prev, UNKNOWN end
+  end
+  return units
 end
 
 -- Count units more for a call admitted at at, decided at now: the
