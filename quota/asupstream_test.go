@@ -195,6 +195,29 @@ func testAsUpstreamRefund(t *testing.T, b *backend) {
 		if r := mustAllow(t, l, s, charge("b", 1, lim)); r.OK() {
 			t.Error("refunds past full let the bucket hold more than its capacity")
 		}
+		// A refund while a hold waits: the upstream takes the refund
+		// first, up to full, and the held units when they arrive. 10 at
+		// +0, a hold of 5 dated +5s, the 10 refunded at +1s: the
+		// upstream's bucket is full (10) from +1s, holds 5 after the hold
+		// at +5s. Giving the 10 back from the debt with the hold in it
+		// would leave it full after the hold.
+		clock.Add(time.Minute)
+		first := mustAllow(t, l, s, charge("b", 10, lim))
+		held, err := l.Reserve(ctx, s, time.Minute, charge("b", 5, lim))
+		if err != nil || !held.OK() || held.Delay() != 5*time.Second {
+			t.Fatalf("a hold of 5 on an empty bucket: %v, OK %v, delay %v, want 5s", err, held.OK(), held.Delay())
+		}
+		clock.Add(time.Second)
+		if err := first.Settle(ctx, "b", 0); err != nil {
+			t.Fatal(err)
+		}
+		clock.Add(4 * time.Second) // the hold's instant
+		if r := mustAllow(t, l, s, charge("b", 6, lim)); r.OK() {
+			t.Error("6 units admitted after the hold, where the upstream's bucket holds 5")
+		}
+		if r := mustAllow(t, l, s, charge("b", 5, lim)); !r.OK() {
+			t.Error("5 units refused after the hold, where the upstream's bucket holds 5")
+		}
 		// A hold given up before its instant comes back; a call that
 		// never reached the upstream, cancelled after its instant, does
 		// not: the upstream gives nothing back for what it never counted.
