@@ -5,7 +5,8 @@
 -- Provides: bucket_limit(key, span), bucket_read(B, m), bucket_debt(B, t),
 -- bucket_used(B, t), bucket_fit(B, t0, units), bucket_admit(B, at, units),
 -- bucket_giveback(B, at, worth, units), bucket_refund(B, at, units),
--- bucket_return(B, at, units, now), bucket_extra(B, at, units, now),
+-- bucket_return(B, at, units, now), bucket_queue_add(B, at, units, now),
+-- bucket_queue_write(B, q, now), bucket_extra(B, at, units, now),
 -- bucket_full(B), bucket_write(B, now).
 -- Needs: binary.lua.
 --
@@ -66,9 +67,19 @@
 --     units there): the upstream takes them at tail, after the refund,
 --     so its debt at tail is at least tn*P: the debt at tail falls by
 --     x*P, to no less than tn*P;
---   - calls dated after now at several instants: how much of the debt
---     is theirs is not kept, and the refund might fill what the upstream
---     would have taken from a full bucket: nothing is given back.
+--   - calls dated after now at several instants h_1 <= ... <= h_k = tail,
+--     of H_1, ..., H_k units: the upstream's arrival time after them is
+--     at least A = max over j of h_j + (H_j + ... + H_k)*P/R (were it
+--     full before h_j), whatever the refund did before them. The debt at
+--     tail falls by x*P, to no less than (A - tail)*R. A is kept beside
+--     the state (bucket_queue), as an upper bound: a call dated at h adds
+--     its worth to every term, and a term of its own, so A becomes
+--     max(A, h) + its worth; terms of calls no longer dated after now
+--     would only lower what is given back, so they are kept in two
+--     generations, the older dropped once now passes its newest instant.
+--     When that record is not the state's (written before the state's
+--     newest call, by a path that does not keep it), the one-instant rule
+--     above is taken when it applies, else nothing is given back.
 --
 -- A cancel (the span's last byte 2: the call never reached the
 -- upstream) is not a refund: the upstream never counted the call. One
@@ -173,6 +184,46 @@ local function bucket_refund(B, at, units)
   return bucket_giveback(B, at, units * B.P, units)
 end
 
+-- The record of a bucket that refunds as its upstream, beside its state:
+-- "<state's key>:held", big-endian 8-byte integers: the newest instant of
+-- the older generation (t1), its bound (a1), the newer generation's bound
+-- (a2), and the state's tail and tn when written, which it must match.
+local HELD = '>i8i8i8i8i8'
+
+-- The bound A of the calls dated after now (see above), or nil when the
+-- record is not the state's.
+local function bucket_queue(B, now)
+  local m = redis.call('GET', B.key .. ':held')
+  if not m or #m ~= 40 then return nil end
+  local t1, a1, a2, tail, tn = sunpack(HELD, m, 1)
+  if tail ~= B.tail or tn ~= B.tn then return nil end
+  if t1 > now and a1 > a2 then return a1 end
+  return a2
+end
+
+-- Record a call of units dated at at, after now, on a bucket that
+-- refunds as its upstream; called before bucket_admit counts it. Returns
+-- the record to write once it is counted (bucket_queue_write), or nil
+-- when the calls already dated after now are not known.
+local function bucket_queue_add(B, at, units, now)
+  local worth = math.ceil(units * B.P / B.R)
+  if B.tail <= now then return {0, 0, at + worth} end
+  local m = redis.call('GET', B.key .. ':held')
+  if not m or #m ~= 40 then return nil end
+  local t1, a1, a2, tail, tn = sunpack(HELD, m, 1)
+  if tail ~= B.tail or tn ~= B.tn then return nil end
+  if t1 <= now then
+    -- The older generation is all past: the newer one becomes it.
+    return {B.tail, a2 + worth, at + worth}
+  end
+  return {t1, a1 + worth, math.max(a2, at) + worth}
+end
+
+local function bucket_queue_write(B, q, now)
+  local ms = math.floor((B.tail - now + B.P) / 1000) + 1000
+  redis.call('SET', B.key .. ':held', spack(HELD, q[1], q[2], q[3], B.tail, B.tn), 'PX', ms)
+end
+
 -- Give back units of a call admitted at at, settled at now, as the
 -- upstream gives them back (see above). Returns the units no longer
 -- counted.
@@ -180,8 +231,14 @@ local function bucket_return(B, at, units, now)
   if units <= 0 or (B.s == 0 and B.u == 0) then return 0 end
   local t, least = now, 0
   if B.tail > now then
-    if B.prev > now or B.tn >= UNKNOWN then return 0 end
-    t, least = B.tail, B.tn * B.P
+    local a = bucket_queue(B, now)
+    if a then
+      t, least = B.tail, math.max(a - B.tail, 0) * B.R
+    elseif B.prev <= now and B.tn < UNKNOWN then
+      t, least = B.tail, B.tn * B.P
+    else
+      return 0
+    end
   end
   local d = bucket_debt(B, t)
   local left = math.max(d - units * B.P, least)

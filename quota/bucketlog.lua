@@ -78,7 +78,9 @@ end
 
 local function append(L, at, units, now)
   if not L.bucket then return log_append(L, at, units, now) end
+  local q = L.upstream and at > now and bucket_queue_add(L, at, units, now)
   bucket_admit(L, at, units)
+  if q then bucket_queue_write(L, q, now) end
   L.sum = bucket_used(L, now)
   save(L, now)
 end

@@ -45,7 +45,23 @@ do
           -- A refund as the upstream gives it back (bucket_return).
           local units, t, least = -delta, now, 0
           if tail > now then
-            if prev > now or tn >= UNKNOWN then t = nil else t, least = tail, tn * P end
+            -- The calls dated after now (bucket_queue).
+            local a
+            local q = redis.call('GET', key .. ':held')
+            if q and #q == 40 then
+              local t1, a1, a2, qtail, qtn = sunpack('>i8i8i8i8i8', q, 1)
+              if qtail == tail and qtn == tn then
+                a = a2
+                if t1 > now and a1 > a2 then a = a1 end
+              end
+            end
+            if a then
+              t, least = tail, math.max(a - tail, 0) * R
+            elseif prev <= now and tn < UNKNOWN then
+              t, least = tail, tn * P
+            else
+              t = nil
+            end
           end
           if t then
             local d = 0
