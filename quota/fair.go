@@ -183,26 +183,7 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 			args = append(args, name, strconv.FormatFloat(s.Weights[name], 'g', -1, 64))
 		}
 	}
-	reply, late, err := l.runScript(ctx, fairScript, keys, args)
-	if late != nil {
-		go func() {
-			<-late.done
-			if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
-				_ = r.Cancel(context.Background())
-			}
-		}()
-	}
-	if err != nil {
-		return nil, redisError(ctx, "reserve", err)
-	}
-	r, err := l.reservation(scope, charges, seq, reply)
-	if err != nil {
-		return nil, err
-	}
-	if r.ok && r.at > r.now {
-		r.decided = time.Now()
-	}
-	return r, nil
+	return l.decide(ctx, fairScript, scope, charges, seq, keys, args)
 }
 
 // fairUndo returns the script that cancels (settle false) or settles a

@@ -3,7 +3,8 @@
 -- earliest instant every limit, pace line and share allows, after every
 -- hold already waiting. Its reply is reserve.lua's list.
 --
--- Needs: now.lua (now), log.lua, decide.lua, fair.lua.
+-- Needs: fairread.lua and readpauses.lua (n, read, nread, names), now.lua
+-- (now), log.lua, decide.lua, fair.lua.
 --
 -- KEYS: meta_1, ..., meta_n, log_1, ..., log_n, tenants_1, ..., tenants_n
 -- ARGV: clock, maxwait, charges (reserve.lua's), then per limit: units,
@@ -12,23 +13,6 @@
 --       k for the k-th below); then the tenant; then how many shares,
 --       and per shares: Idle (µs), Lendable (0..1), how many tenants are
 --       listed, then each one's name and weight.
-
-local n = #KEYS / 3
-local read = redis.call('MGET', unpack(KEYS, 1, n))
--- The pauses, each charge's bucket's and the scope's, named after the
--- metas (fast.lua reads them so).
-local names, firsts = {}, {'1'}
-if ARGV[3] ~= '' then
-  firsts = {}
-  for f in string.gmatch(ARGV[3], '%d+') do firsts[#firsts + 1] = f end
-end
-for j, f in ipairs(firsts) do
-  names[n + j] = string.match(KEYS[tonumber(f)], '^(.*:)[^:]+:[^:]+$') .. 'pause'
-end
-local nread = n + #firsts + 1
-names[nread] = string.match(KEYS[1], '^[^{]*{[^}]*}:') .. 'pause'
-local paused = redis.call('MGET', unpack(names, n + 1, nread))
-for i = n + 1, nread do read[i] = paused[i - n] end
 
 local maxwait = tonumber(ARGV[2])
 local limits = windows(n, n)
