@@ -13,7 +13,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/internal/testclock"
 )
 
@@ -22,32 +21,8 @@ import (
 // up to the capacity, a call's estimate taken when it arrives (a 429 were
 // the level short), the difference given back when it ends, up to full.
 
-var asUpstreamSuite = []struct {
-	name string
-	run  func(t *testing.T, b *backend)
-}{
-	{"GivesBackWhatTheUpstreamGivesBack", testAsUpstreamRefund},
-	{"PropertyAgainstTheUpstream", testAsUpstreamProperty},
-	{"SettleFastAgreesWithGeneral", testAsUpstreamFastAgrees},
-}
-
-func runAsUpstreamSuite(t *testing.T, b *backend) {
-	for _, tc := range asUpstreamSuite {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
-	}
-}
-
-func TestAsUpstreamMiniredis(t *testing.T) {
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
-	t.Cleanup(func() { c.Close() })
-	runAsUpstreamSuite(t, &backend{name: "miniredis", client: c})
-}
-
-func TestAsUpstreamRedis(t *testing.T) {
-	s := redistest.Start(t)
-	runAsUpstreamSuite(t, &backend{name: "redis", client: s.Client(t), real: true})
-}
+// Its tests run in the token buckets' suite (bucket_test.go): miniredis,
+// a redis-server and a 3-master cluster.
 
 // upstreamBucket is the upstream's bucket as Anthropic's rate limits page
 // describes its output tokens: a level (units × period µs, exact),
@@ -336,9 +311,6 @@ func testAsUpstreamProperty(t *testing.T, b *backend) {
 					live = append(live[:k], live[k+1:]...)
 				default:
 					continue
-				}
-				if testing.Verbose() {
-					t.Logf("step %d now %d: %s n=%d live=%d model level %d pending %v", step, now, what, n, len(live), m.level, m.pending)
 				}
 				if m.refused > 0 {
 					t.Fatalf("seed %d step %d, after %s: the upstream would have refused a call tollgate admitted", seed, step, what)

@@ -2,7 +2,6 @@ package anthropic_test
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"net/http/httptest"
 	"testing"
@@ -100,16 +99,6 @@ func converseLong(ctx context.Context, c sdk.Client, model string, rng *rand.Ran
 	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(100 + rng.IntN(800)),
 		System:   []sdk.TextBlockParam{{Text: "Answer at length."}},
 		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(rig.Prompt(rng, 100+rng.IntN(400))))}}
-	if rng.IntN(10) < 4 {
-		s := c.Messages.NewStreaming(ctx, p)
-		var m sdk.Message
-		for s.Next() {
-			if err := m.Accumulate(s.Current()); err != nil {
-				return true, err
-			}
-		}
-		return true, errors.Join(s.Err(), s.Close())
-	}
-	_, err = c.Messages.New(ctx, p)
-	return false, err
+	streamed = rng.IntN(10) < 4
+	return streamed, send(ctx, c, p, streamed)
 }

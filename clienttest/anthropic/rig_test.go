@@ -149,22 +149,29 @@ func converse(ctx context.Context, c sdk.Client, model string, rng *rand.Rand) (
 	} else {
 		p.System = []sdk.TextBlockParam{{Text: "Answer briefly."}}
 	}
-	if rng.IntN(10) < 4 {
+	streamed = rng.IntN(10) < 4
+	return streamed, send(ctx, c, p, streamed)
+}
+
+// send sends p, streamed or not, and reads the answer to its end: a
+// stream must end with its usage.
+func send(ctx context.Context, c sdk.Client, p sdk.MessageNewParams, streamed bool) error {
+	if streamed {
 		s := c.Messages.NewStreaming(ctx, p)
 		var m sdk.Message
 		for s.Next() {
 			if err := m.Accumulate(s.Current()); err != nil {
-				return true, err
+				return err
 			}
 		}
 		if err := errors.Join(s.Err(), s.Close()); err != nil {
-			return true, err
+			return err
 		}
 		if m.Usage.OutputTokens < 1 {
-			return true, fmt.Errorf("a stream ended without its usage: %+v", m.Usage)
+			return fmt.Errorf("a stream ended without its usage: %+v", m.Usage)
 		}
-		return true, nil
+		return nil
 	}
-	_, err = c.Messages.New(ctx, p)
-	return false, err
+	_, err := c.Messages.New(ctx, p)
+	return err
 }
