@@ -38,9 +38,10 @@ local UNKNOWN = 2 ^ 52
 -- A bucket's span (quota's prepared.go): "r", then big-endian 8-byte
 -- integers: the period (µs), the refill, and the lengths of its state
 -- key's start that name its bucket ("<prefix>{S}:B:") and its scope
--- ("<prefix>{S}:"), after which its pause keys are named.
-local SPAN = '>i8i8i8i8'
-local SPAN_LEN = 1 + 32
+-- ("<prefix>{S}:"), after which its pause keys are named; then a byte, 1
+-- when it refunds as its upstream does (bucket.lua's bucket_return).
+local SPAN = '>i8i8i8i8B'
+local SPAN_LEN = 1 + 33
 
 local spack, sunpack
 local lib = rawget(_G, 'struct') -- rawget: scripts may not name missing globals

@@ -5,7 +5,9 @@
 -- Provides: bucket_limit(key, span), bucket_read(B, m), bucket_debt(B, t),
 -- bucket_used(B, t), bucket_fit(B, t0, units), bucket_admit(B, at, units),
 -- bucket_giveback(B, at, worth, units), bucket_refund(B, at, units),
--- bucket_extra(B, at, units, now), bucket_full(B), bucket_write(B, now).
+-- bucket_return(B, at, units, now), bucket_queue_add(B, at, units, now),
+-- bucket_queue_write(B, q, now), bucket_extra(B, at, units, now),
+-- bucket_full(B), bucket_write(B, now).
 -- Needs: binary.lua.
 --
 -- A bucket of capacity C refilled at R units per period P (µs) is one key,
@@ -43,6 +45,54 @@
 -- less the longer the bucket went on after it. An extra charge (the
 -- upstream spent more) adds its worth to the debt whatever the level:
 -- later calls wait for it.
+--
+-- A bucket that refunds as its upstream does (its span's last byte 1,
+-- quota.Limit.AsUpstream) mirrors an upstream that charges a call's
+-- estimate when it arrives and, when the call ends, gives back what it
+-- charged beyond the true cost, at once, up to full (Anthropic's output
+-- tokens: "estimated based on max_tokens at the beginning of each
+-- request and adjusted at the end of the request",
+-- https://docs.anthropic.com/en/api/rate-limits). Such an upstream's
+-- bucket is a level L refilled at R per µs up to C*P; a call takes n*P
+-- from it when it arrives (refused, 429, were L < n*P) and, when it ends,
+-- L becomes min(C*P, L + x*P) for the x units given back. The debt here
+-- is never below the upstream's (C*P - L), at every instant, so no call
+-- admitted here is refused there. A refund at now of x units
+-- (bucket_return) keeps that, by what is dated after now:
+--
+--   - no call dated after now (tail <= now): the upstream gave back x
+--     no later than now, to a level no lower: the debt at now falls by
+--     x*P, to no less than 0;
+--   - calls dated after now at one instant only (prev <= now < tail, tn
+--     units there): the upstream takes them at tail, after the refund,
+--     so its debt at tail is at least tn*P: the debt at tail falls by
+--     x*P, to no less than tn*P;
+--   - calls dated after now at several instants h_1 <= ... <= h_k = tail,
+--     of H_1, ..., H_k units: the upstream's arrival time after them is
+--     at least A = max over j of h_j + (H_j + ... + H_k)*P/R (were it
+--     full before h_j), whatever the refund did before them. The debt at
+--     tail falls by x*P, to no less than (A - tail)*R. A is kept beside
+--     the state (bucket_queue), as an upper bound: a call dated at h adds
+--     its worth to every term, and a term of its own, so A becomes
+--     max(A, h) + its worth; terms of calls no longer dated after now
+--     would only lower what is given back, so they are kept in two
+--     generations, the older dropped once now passes its newest instant.
+--     When that record is not the state's (written before the state's
+--     newest call, by a path that does not keep it), the one-instant rule
+--     above is taken when it applies, else nothing is given back.
+--
+-- A cancel (the span's last byte 2: the call never reached the
+-- upstream) is not a refund: the upstream never counted the call. One
+-- dated after now (a hold given up) is given back as on any bucket
+-- (bucket_giveback): removing its units from the calls dated after now
+-- lowers the debt there by their worth less the gaps it may open
+-- between tail and it. One dated by now gives nothing back: a refund
+-- since may have filled the bucket, which then holds none of its units
+-- (the upstream's, without it, would be as full).
+--
+-- The upstream's bucket lets through more than C + R*(T - T0)/P over
+-- some spans (a refund gives back units that later calls then spend
+-- again): such a bucket holds the upstream's guarantee, not that bound.
 
 local function bucket_error(key)
   error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0)
@@ -52,8 +102,9 @@ end
 -- caller's to set.
 local function bucket_limit(key, span)
   if #span ~= SPAN_LEN then error('ERR tollgate: a token bucket span of ' .. #span .. ' bytes', 0) end
-  local p, r = sunpack(SPAN, span, 2)
-  return {bucket = true, key = key, P = p, R = r, u = 0, s = 0, tail = 0, tn = 0, prev = 0}
+  local p, r, _, _, refunds = sunpack(SPAN, span, 2)
+  return {bucket = true, key = key, P = p, R = r, upstream = refunds > 0, cancelling = refunds == 2,
+    u = 0, s = 0, tail = 0, tn = 0, prev = 0}
 end
 
 -- Read the state m (a string, or false for none: a full bucket).
@@ -131,6 +182,72 @@ end
 local function bucket_refund(B, at, units)
   if units <= 0 then return 0 end
   return bucket_giveback(B, at, units * B.P, units)
+end
+
+-- The record of a bucket that refunds as its upstream, beside its state:
+-- "<state's key>:held", big-endian 8-byte integers: the newest instant of
+-- the older generation (t1), its bound (a1), the newer generation's bound
+-- (a2), and the state's tail and tn when written, which it must match.
+local HELD = '>i8i8i8i8i8'
+
+-- The bound A of the calls dated after now (see above), or nil when the
+-- record is not the state's.
+local function bucket_queue(B, now)
+  local m = redis.call('GET', B.key .. ':held')
+  if not m or #m ~= 40 then return nil end
+  local t1, a1, a2, tail, tn = sunpack(HELD, m, 1)
+  if tail ~= B.tail or tn ~= B.tn then return nil end
+  if t1 > now and a1 > a2 then return a1 end
+  return a2
+end
+
+-- Record a call of units dated at at, after now, on a bucket that
+-- refunds as its upstream; called before bucket_admit counts it. Returns
+-- the record to write once it is counted (bucket_queue_write), or nil
+-- when the calls already dated after now are not known.
+local function bucket_queue_add(B, at, units, now)
+  local worth = math.ceil(units * B.P / B.R)
+  if B.tail <= now then return {0, 0, at + worth} end
+  local m = redis.call('GET', B.key .. ':held')
+  if not m or #m ~= 40 then return nil end
+  local t1, a1, a2, tail, tn = sunpack(HELD, m, 1)
+  if tail ~= B.tail or tn ~= B.tn then return nil end
+  if t1 <= now then
+    -- The older generation is all past: the newer one becomes it.
+    return {B.tail, a2 + worth, at + worth}
+  end
+  return {t1, a1 + worth, math.max(a2, at) + worth}
+end
+
+local function bucket_queue_write(B, q, now)
+  local ms = math.floor((B.tail - now + B.P) / 1000) + 1000
+  redis.call('SET', B.key .. ':held', spack(HELD, q[1], q[2], q[3], B.tail, B.tn), 'PX', ms)
+end
+
+-- Give back units of a call admitted at at, settled at now, as the
+-- upstream gives them back (see above). Returns the units no longer
+-- counted.
+local function bucket_return(B, at, units, now)
+  if units <= 0 or (B.s == 0 and B.u == 0) then return 0 end
+  local t, least = now, 0
+  if B.tail > now then
+    local a = bucket_queue(B, now)
+    if a then
+      t, least = B.tail, math.max(a - B.tail, 0) * B.R
+    elseif B.prev <= now and B.tn < UNKNOWN then
+      t, least = B.tail, B.tn * B.P
+    else
+      return 0
+    end
+  end
+  local d = bucket_debt(B, t)
+  local left = math.max(d - units * B.P, least)
+  if left < d then B.u, B.s = t, left end
+  if at == B.tail and B.tn < UNKNOWN then
+    B.tn = B.tn - units
+    if B.tn <= 0 then B.tail, B.tn = B.prev, UNKNOWN end
+  end
+  return units
 end
 
 -- Count units more for a call admitted at at, decided at now: the

@@ -41,6 +41,9 @@ var bucketSuite = []struct {
 	{"LeaseSpentAnywhereInItsTerm", testBucketLeaseProperty},
 	{"BackgroundBehindInteractive", testBucketBackground},
 	{"Pause", testBucketPause},
+	{"AsUpstreamGivesBackWhatTheUpstreamGivesBack", testAsUpstreamRefund},
+	{"AsUpstreamPropertyAgainstTheUpstream", testAsUpstreamProperty},
+	{"AsUpstreamSettleFastAgreesWithGeneral", testAsUpstreamFastAgrees},
 }
 
 func runBucketSuite(t *testing.T, b *backend) {

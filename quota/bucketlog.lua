@@ -78,7 +78,9 @@ end
 
 local function append(L, at, units, now)
   if not L.bucket then return log_append(L, at, units, now) end
+  local q = L.upstream and at > now and bucket_queue_add(L, at, units, now)
   bucket_admit(L, at, units)
+  if q then bucket_queue_write(L, q, now) end
   L.sum = bucket_used(L, now)
   save(L, now)
 end
@@ -89,10 +91,12 @@ local function scan(L, f)
 end
 
 -- A call's units are always found in a bucket that holds any: where it
--- was counted does not matter, only when (see bucket_refund).
+-- was counted does not matter, only when (see bucket_refund). A full
+-- bucket holds none; one that refunds as its upstream still counts what
+-- the upstream charges past a call's estimate when it ends.
 local function find(L, at)
   if not L.bucket then return log_find(L, at) end
-  if L.u == 0 and L.s == 0 then return nil end
+  if L.u == 0 and L.s == 0 and not L.upstream then return nil end
   L.found = at
   return 0
 end
@@ -100,6 +104,12 @@ end
 local function change(L, where, delta)
   if not L.bucket then return log_change(L, where, delta) end
   L.dirty = true
+  if delta < 0 and L.upstream and L.found <= script_now() then
+    -- Refunded as the upstream refunds; a cancel gives nothing back
+    -- (bucket.lua).
+    if L.cancelling then return 0 end
+    return -bucket_return(L, L.found, -delta, script_now())
+  end
   if delta < 0 then return -bucket_refund(L, L.found, -delta) end
   return bucket_extra(L, L.found, delta, script_now())
 end

@@ -22,6 +22,9 @@ const format = 3
 //	<prefix>{S}:B:r<period>:tat   a token bucket's state (see bucket.lua): "#3r:" then five big-endian
 //	                       8-byte integers. A key kind older processes never read: their tools
 //	                       skip it (no ":log", ":meta" or ":sum" suffix)
+//	<prefix>{S}:B:r<period>:tat:held  beside a token bucket that refunds as its upstream (Limit.AsUpstream),
+//	                       while calls wait on it: five big-endian 8-byte integers (see bucket.lua's
+//	                       bucket_queue). A key kind older processes never read (no known suffix)
 //	<prefix>{S}:B:w:tenants  the tenants of a window with shares (Demand.Shares; see fair.lua): "T1",
 //	                       then per tenant "\n<length>:<name><seen µs>" and ";<window start µs>:<units>"
 //	                       per window it spent in. A key kind older processes never read (no

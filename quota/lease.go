@@ -63,6 +63,11 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Demand, d time.Dura
 		if err := lim.Validate(); err != nil {
 			return nil, err
 		}
+		if lim.AsUpstream {
+			// Its refunds fill the bucket as the upstream's, which a
+			// lease's term reserved ahead would not keep (bucket.lua).
+			return nil, invalid("lease on "+lim.String(), "a token bucket that refunds as its upstream takes no lease")
+		}
 		if duplicateWindow([]Demand{c}, 0, j) {
 			return nil, invalid("lease", "bucket "+strconv.Quote(c.Bucket)+" names window "+lim.windowKey()+" twice")
 		}

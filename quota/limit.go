@@ -60,6 +60,21 @@ type Limit struct {
 	// [TokenBucket]): Units is its capacity, refilled continuously at
 	// Refill units per Window, e.g. 4000 per time.Minute.
 	Refill int64
+	// AsUpstream makes a token bucket's refunds (Reservation.Settle to
+	// fewer units) give back what an upstream gives back that charges a
+	// call's estimate when it arrives and corrects it to the true cost
+	// when the call ends, refilling all the while: Anthropic's output
+	// tokens, charged max_tokens and "adjusted at the end of the
+	// request" (https://docs.anthropic.com/en/api/rate-limits). The
+	// refund is then all of the difference, at the settlement's instant,
+	// up to a full bucket, as the upstream's own bucket takes it back;
+	// without AsUpstream it is the difference less what the bucket
+	// refilled while later calls counted on it, which never lets any
+	// past span exceed Units + Refill·span/Window whoever the upstream
+	// is. See docs/token-buckets.md. It changes no key: processes that
+	// differ in it may share a bucket. A lease (Limiter.Lease) is not
+	// taken on such a bucket.
+	AsUpstream bool
 }
 
 // MaxRefillSpan bounds a token bucket's capacity times its period: the
@@ -136,6 +151,8 @@ func (l Limit) Validate() error {
 		return invalid("limit "+l.String(), "window must be at least one microsecond")
 	case l.Refill < 0:
 		return invalid("limit "+l.String(), "refill must be positive, or 0 for a window")
+	case l.AsUpstream && !l.refilling():
+		return invalid("limit "+l.String(), "only a token bucket refunds as its upstream")
 	case l.refilling() && (l.Calendar || l.Fixed):
 		return invalid("limit "+l.String(), "a token bucket is neither a calendar day nor a fixed window")
 	case l.refilling() && (l.Refill > MaxUnits || float64(l.Units)*float64(l.Window.Microseconds()) > MaxRefillSpan):

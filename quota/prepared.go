@@ -59,12 +59,17 @@ func (l *Limiter) window(scope, bucket string, lim Limit) *window {
 	if lim.refilling() {
 		// A token bucket's span (bucket.lua's SPAN): "r", then its period,
 		// its refill, and the lengths of its key's start that name its
-		// bucket and its scope, 8 bytes each, big-endian.
+		// bucket and its scope, 8 bytes each, big-endian; then how it
+		// refunds, a byte: 1 as its upstream does (Limit.AsUpstream).
 		span := []byte{'r'}
 		for _, v := range []int{int(lim.Window.Microseconds()), int(lim.Refill), len(prefix) + len(keyPart(bucket)) + 1, len(prefix)} {
 			span = binary.BigEndian.AppendUint64(span, uint64(v))
 		}
-		w.length = string(span)
+		var refunds byte
+		if lim.AsUpstream {
+			refunds = 1
+		}
+		w.length = string(append(span, refunds))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -73,4 +78,11 @@ func (l *Limiter) window(scope, bucket string, lim Limit) *window {
 	}
 	p.windows[id] = w
 	return w
+}
+
+// cancelling returns the span of a token bucket that refunds as its
+// upstream, marked for a cancel (its last byte 2): the call never reached
+// the upstream, which gives nothing back for it (bucket.lua).
+func cancelling(span string) string {
+	return span[:len(span)-1] + "\x02"
 }

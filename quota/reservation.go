@@ -115,7 +115,11 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 		for _, lim := range c.Limits {
 			w := r.lim.window(r.scope, c.Bucket, lim)
 			keys = append(keys, w.meta, w.log)
-			args = append(args, units, r.lim.span(w, lim, &now))
+			span := r.lim.span(w, lim, &now)
+			if lim.AsUpstream {
+				span = cancelling(span.(string))
+			}
+			args = append(args, units, span)
 		}
 	}
 	script, keys, args := r.fairUndo(cancelScript, keys, args, &now, func(i int) int64 { return -r.currentUnits(i) })

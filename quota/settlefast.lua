@@ -8,8 +8,9 @@
 -- Needs: clock.lua, binary.lua. KEYS and ARGV are settle.lua's.
 --
 -- It decides as settle.lua does through bucketlog.lua (find(), change(),
--- save()): bucket.lua's bucket_read, bucket_refund, bucket_extra and
--- bucket_write, written out, in the same order, with the same errors.
+-- save()): bucket.lua's bucket_read, bucket_return (a bucket that refunds
+-- as its upstream), bucket_refund, bucket_extra and bucket_write,
+-- written out, in the same order, with the same errors.
 
 do
   local n = (#ARGV - 2) / 2
@@ -27,7 +28,7 @@ do
     local settled = 0
     for i = 1, n do
       local key = KEYS[2 * i - 1]
-      local P, R = sunpack(SPAN, ARGV[2 + 2 * i], 2)
+      local P, R, _, _, refunds = sunpack(SPAN, ARGV[2 + 2 * i], 2)
       local m = redis.call('GET', key)
       local u, s, tail, tn, prev = 0, 0, 0, 0, 0
       if m then
@@ -35,9 +36,48 @@ do
         u, s, tail, tn, prev = sunpack(BUCKET, m, 5)
         if u < 0 or s < 0 or tail < 0 or tn < 0 or prev < 0 then error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0) end
       end
-      if u ~= 0 or s ~= 0 then -- a full bucket holds no call's units
-        local delta = tonumber(ARGV[1 + 2 * i])
-        if delta < 0 and at <= tail then
+      local delta = tonumber(ARGV[1 + 2 * i])
+      -- A full bucket holds no call's units; one that refunds as its
+      -- upstream counts an extra charge all the same (bucketlog.lua's
+      -- find()).
+      if u ~= 0 or s ~= 0 or refunds > 0 then
+        if delta < 0 and refunds > 0 and at <= now then
+          -- A refund as the upstream gives it back (bucket_return).
+          local units, t, least = -delta, now, 0
+          if tail > now then
+            -- The calls dated after now (bucket_queue).
+            local a
+            local q = redis.call('GET', key .. ':held')
+            if q and #q == 40 then
+              local t1, a1, a2, qtail, qtn = sunpack('>i8i8i8i8i8', q, 1)
+              if qtail == tail and qtn == tn then
+                a = a2
+                if t1 > now and a1 > a2 then a = a1 end
+              end
+            end
+            if a then
+              t, least = tail, math.max(a - tail, 0) * R
+            elseif prev <= now and tn < UNKNOWN then
+              t, least = tail, tn * P
+            else
+              t = nil
+            end
+          end
+          if t then
+            local d = 0
+            if t < u then
+              d = s + (u - t) * R
+            elseif s > 0 and (t - u) * R < s then
+              d = s - (t - u) * R
+            end
+            local left = math.max(d - units * P, least)
+            if left < d then u, s = t, left end
+            if at == tail and tn < UNKNOWN then
+              tn = tn - units
+              if tn <= 0 then tail, tn = prev, UNKNOWN end
+            end
+          end
+        elseif delta < 0 and at <= tail then
           -- A refund: what no later call may have counted on (bucket_giveback).
           local units = -delta
           local worth, lag = units * P, (tail - at) * R

@@ -63,8 +63,8 @@ func run(t *testing.T, control bool, minute, duration, transit time.Duration) (*
 	start := time.Now().Add(2 * time.Second) // time for every process to boot
 	var cfgs []any
 	for p := range procs {
-		cfgs = append(cfgs, childConfig{API: api.URL, Redis: redisAddr, Key: "sk-ant-load-key",
-			Minute: minute, Transit: transit, Start: start, Duration: duration, Workers: workers, Process: p})
+		cfgs = append(cfgs, childConfig{Config: rig.Config{API: api.URL, Redis: redisAddr, Key: "sk-ant-load-key",
+			Minute: minute, Transit: transit, Start: start, Duration: duration, Workers: workers, Process: p}})
 	}
 	var all []workerResult
 	for _, rs := range rig.Wait[[]workerResult](t, rig.Start(t, childEnv, cfgs...)) {

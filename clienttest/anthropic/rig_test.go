@@ -33,8 +33,16 @@ const (
 	haiku  = "claude-haiku-4-5"
 )
 
-// childConfig is what a worker process is told.
-type childConfig = rig.Config
+// childConfig is what a worker process is told: the load's, and for
+// the long answers' load (longanswers_test.go) how it refunds.
+type childConfig struct {
+	rig.Config
+	// Long sends the long answers' load: Sonnet alone, larger max_tokens.
+	Long bool
+	// Conservative refunds the output tokens as any bucket's refund
+	// (anthropic.Options.ConservativeRefunds).
+	Conservative bool
+}
 
 // workerResult is what one worker goroutine did.
 type workerResult struct {
@@ -73,7 +81,7 @@ func child(raw string) int {
 			defer rdb.Close()
 			// No limits given: every class's are learned from the headers.
 			tr, err := anthropic.NewTransport(rdb, &anthropic.Options{Base: base, Minute: cfg.Minute,
-				Tollgate: rig.Tollgate(cfg.Minute, cfg.Transit)})
+				ConservativeRefunds: cfg.Conservative, Tollgate: rig.Tollgate(cfg.Minute, cfg.Transit)})
 			if err != nil {
 				return nil, err
 			}
@@ -90,10 +98,14 @@ func child(raw string) int {
 		rig.Work(cfg.Start, cfg.Duration, cfg.Workers, cfg.Process, func(ctx context.Context, end time.Time, w int, rng *rand.Rand) bool {
 			res := &results[w]
 			model := sonnet
-			if w%3 == 2 {
+			if w%3 == 2 && !cfg.Long {
 				model = haiku
 			}
-			streamed, err := converse(ctx, c, model, rng)
+			ask := converse
+			if cfg.Long {
+				ask = converseLong
+			}
+			streamed, err := ask(ctx, c, model, rng)
 			var apiErr *sdk.Error
 			switch {
 			case err == nil:
@@ -137,22 +149,29 @@ func converse(ctx context.Context, c sdk.Client, model string, rng *rand.Rand) (
 	} else {
 		p.System = []sdk.TextBlockParam{{Text: "Answer briefly."}}
 	}
-	if rng.IntN(10) < 4 {
+	streamed = rng.IntN(10) < 4
+	return streamed, send(ctx, c, p, streamed)
+}
+
+// send sends p, streamed or not, and reads the answer to its end: a
+// stream must end with its usage.
+func send(ctx context.Context, c sdk.Client, p sdk.MessageNewParams, streamed bool) error {
+	if streamed {
 		s := c.Messages.NewStreaming(ctx, p)
 		var m sdk.Message
 		for s.Next() {
 			if err := m.Accumulate(s.Current()); err != nil {
-				return true, err
+				return err
 			}
 		}
 		if err := errors.Join(s.Err(), s.Close()); err != nil {
-			return true, err
+			return err
 		}
 		if m.Usage.OutputTokens < 1 {
-			return true, fmt.Errorf("a stream ended without its usage: %+v", m.Usage)
+			return fmt.Errorf("a stream ended without its usage: %+v", m.Usage)
 		}
-		return true, nil
+		return nil
 	}
-	_, err = c.Messages.New(ctx, p)
-	return false, err
+	_, err := c.Messages.New(ctx, p)
+	return err
 }

@@ -36,7 +36,8 @@ const (
 	// request is sent, settled to its usage when told (see Counting).
 	InputTokens = "input-tokens"
 	// OutputTokens counts output tokens (OTPM): max_tokens when the
-	// request is sent, settled to usage.output_tokens when it ends.
+	// request is sent, settled to usage.output_tokens when it ends, what
+	// was not used given back as Anthropic gives it back (see Counting).
 	OutputTokens = "output-tokens"
 )
 

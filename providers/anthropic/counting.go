@@ -57,7 +57,10 @@ const (
 // Once answered, the output tokens are settled to usage.output_tokens: of
 // the JSON answer, or of the stream's message_delta event (a stream that
 // ends without one keeps max_tokens); to 0 for an answer refused before
-// any output (400, 401, 403, 404, 413, 429, 529). The input tokens are
+// any output (400, 401, 403, 404, 413, 429, 529). What was not used comes
+// back as Anthropic's bucket takes it back, all of it at once, up to full,
+// however long the answer took (quota.Limit.AsUpstream; unless
+// Options.ConservativeRefunds). The input tokens are
 // settled to usage.input_tokens (of the JSON answer, or the stream's
 // message_start); for a request with cache_control, whose input_tokens
 // leaves out the cache's tokens, NewTransport's Transport adds

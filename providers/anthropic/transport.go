@@ -51,6 +51,13 @@ type Options struct {
 	// MaxBody bounds the request bodies read to count their tokens; 0
 	// means DefaultMaxBody.
 	MaxBody int64
+	// ConservativeRefunds gives back the output tokens a request did not
+	// use as any token bucket's refund: less what the bucket refilled
+	// while later requests counted on them. By default they are given
+	// back as Anthropic gives them back, all at once, up to a full bucket
+	// (quota.Limit.AsUpstream), which lets long answers spend the OTPM
+	// they leave: see docs/token-buckets.md.
+	ConservativeRefunds bool
 
 	// Tollgate holds the Transport's other settings: Policy, Lease,
 	// Transit, Local and LocalShare, Routes, the hooks and Logger. Its
@@ -207,17 +214,24 @@ func bucketLimit(perMinute int64, minute time.Duration) quota.Limit {
 // unless given (for unannounced, a limit not given is not limited).
 func (o *Options) buckets(l Limits, unannounced bool) map[string]tollgate.Bucket {
 	minute, reserve := o.sizes().Length(), o.sizes().Reserve(DefaultReservePercent)
-	bucket := func(perMinute int64, announced string) tollgate.Bucket {
+	bucket := func(perMinute int64, announced string, asUpstream bool) tollgate.Bucket {
 		limit := bucketLimit(perMinute, minute)
+		limit.AsUpstream = asUpstream
 		if perMinute == 0 && unannounced {
 			limit = quota.PerWindow(maxUnits, minute) // not limited: nothing to learn it from
 		}
 		return tollgate.Bucket{ReservePercent: reserve, Follows: announced, Limits: []quota.Limit{limit}}
 	}
+	// OTPM is "estimated based on max_tokens at the beginning of each
+	// request and adjusted at the end of the request to reflect the actual
+	// number of output tokens used" (rate limits page): its refunds give
+	// back what Anthropic gives back (quota.Limit.AsUpstream). ITPM counts
+	// a request's input once, when it arrives: its estimate, settled to
+	// the usage, is refunded as any bucket's.
 	return map[string]tollgate.Bucket{
-		Requests:     bucket(l.RPM, "anthropic/requests"),
-		InputTokens:  bucket(l.ITPM, "anthropic/input-tokens"),
-		OutputTokens: bucket(l.OTPM, "anthropic/output-tokens"),
+		Requests:     bucket(l.RPM, "anthropic/requests", false),
+		InputTokens:  bucket(l.ITPM, "anthropic/input-tokens", false),
+		OutputTokens: bucket(l.OTPM, "anthropic/output-tokens", !o.ConservativeRefunds),
 	}
 }
 
