@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
@@ -175,24 +173,7 @@ func pairedWithRedisRate(b *testing.B, request func(lim *quota.Limiter) func(ctx
 		_, err := peer.AllowN(ctx, s, limit, 1)
 		return err
 	}
-	spreadScopes(b, n, pair)
-	ctx := context.Background()
-	for _, r := range []*redis.Client{tg, rr} {
-		r.ConfigResetStat(ctx)
-	}
-	cpuTG, cpuRR := serverCPU(b, tg), serverCPU(b, rr)
-	b.ResetTimer()
-	b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := pair(ctx, 0); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.StopTimer()
-	mine, theirs := (serverCPU(b, tg)-cpuTG)/float64(b.N), (serverCPU(b, rr)-cpuRR)/float64(b.N)
+	mine, theirs := pairedCPU(b, n, tg, rr, pair)
 	b.ReportMetric(mine, "tollgate-cpu-µs/request")
 	b.ReportMetric(theirs, "redis_rate-cpu-µs/op")
 	b.ReportMetric(mine/theirs, "cpu-ratio")
