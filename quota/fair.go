@@ -138,7 +138,33 @@ func tenantsKey(meta string) string {
 	return strings.TrimSuffix(meta, ":meta") + ":tenants"
 }
 
+// fairRoomKeys are the keys of the waiting room of a bucket with shares
+// or a pace (fairroom.lua): queue, alive, counter, who.
+func (l *Limiter) fairRoomKeys(scope, bucket string) []string {
+	base := l.scopeKey(scope) + keyPart(bucket) + ":fair"
+	return []string{base, base + ":alive", base + ":n", base + ":who"}
+}
+
+// fairBucket returns the bucket whose room a decision on charges with a
+// pace or shares waits in: the first with shares, else the first paced.
+func fairBucket(charges []Demand) string {
+	for _, c := range charges {
+		if c.Shares != nil {
+			return c.Bucket
+		}
+	}
+	for _, c := range charges {
+		if c.Pace != nil {
+			return c.Bucket
+		}
+	}
+	return charges[0].Bucket
+}
+
 // fairReserve decides charges with a pace or shares (fairreserve.lua).
+// A call that may not hold (a tenant at or above its share, a background
+// call) waits its turn in the bucket's room up to maxWait, as a
+// background call waits in the scope's (takeTurn).
 func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, charges []Demand) (*Reservation, error) {
 	if err := checkTenants(charges); err != nil {
 		return nil, err
@@ -154,6 +180,8 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 	for i := range n {
 		keys = append(keys, tenantsKey(keys[i]))
 	}
+	room := l.fairRoomKeys(scope, fairBucket(charges))
+	keys = append(keys, room...)
 	var specs []*Shares
 	for _, c := range charges {
 		k := 0
@@ -183,11 +211,26 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 			args = append(args, name, strconv.FormatFloat(s.Weights[name], 'g', -1, 64))
 		}
 	}
+	// The room's: how long a place lasts ('' for a call that never waits
+	// there, '0' to decide once), the waiter (fairroom.lua's name), its
+	// class.
+	wait, class, mark := "", "", ":i"
+	if priorityOf(ctx) == Background {
+		wait, class, mark = "0", "background", ":b"
+	} else if len(specs) > 0 {
+		wait = "0"
+	}
+	if wait != "" && maxWait != 0 {
+		wait = strconv.FormatInt(SlotTTL.Microseconds(), 10)
+	}
+	id := l.entryID(seq) + mark + tenantOf(charges)
+	args = append(args, wait, id, class)
+
 	reply, late, err := l.runScript(ctx, fairScript, keys, args)
 	if late != nil {
 		go func() {
 			<-late.done
-			if r, err := l.reservation(scope, charges, seq, late.reply); err == nil && r.ok {
+			if r, _, err := l.fairReservation(scope, charges, seq, late.reply); err == nil && r.ok {
 				_ = r.Cancel(context.Background())
 			}
 		}()
@@ -195,14 +238,45 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 	if err != nil {
 		return nil, redisError(ctx, "reserve", err)
 	}
-	r, err := l.reservation(scope, charges, seq, reply)
-	if err != nil {
-		return nil, err
+	r, place, err := l.fairReservation(scope, charges, seq, reply)
+	if err != nil || place < 0 {
+		return r, err
 	}
-	if r.ok && r.at > r.now {
-		r.decided = time.Now()
+	// In the room: wait for the turn there.
+	run := func(ctx context.Context) (*Reservation, int64, error) {
+		_, args[0] = l.clockArg()
+		reply, err := l.write(ctx, fairScript, keys, args...).Result()
+		if err != nil {
+			return nil, 0, redisError(ctx, "reserve", err)
+		}
+		return l.fairReservation(scope, charges, seq, reply)
 	}
-	return r, nil
+	leave := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		out := slices.Clone(args)
+		out[len(out)-3] = "leave"
+		_, _ = l.write(cctx, fairScript, keys, out...).Result()
+	}
+	return l.takeTurn(ctx, room[0], id, maxWait, run, leave)
+}
+
+// fairReservation reads fairreserve.lua's reply: reserve.lua's list, then
+// the place in the room (-1: not in it).
+func (l *Limiter) fairReservation(scope string, charges []Demand, seq uint64, reply any) (*Reservation, int64, error) {
+	list, _ := reply.([]any)
+	if len(list) < 6 {
+		return nil, 0, &RedisError{Op: "reserve", Err: errReply(reply)}
+	}
+	place, ok := list[len(list)-1].(int64)
+	if !ok {
+		return nil, 0, &RedisError{Op: "reserve", Err: errReply(reply)}
+	}
+	r, err := l.reservation(scope, charges, seq, list[:len(list)-1])
+	if err == nil && r.ok && r.at > r.now {
+		r.decided = time.Now() // a hold: Wait sleeps from here
+	}
+	return r, place, err
 }
 
 // fairUndo returns the script that cancels (settle false) or settles a

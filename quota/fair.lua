@@ -3,7 +3,7 @@
 -- earliest instant both allow (Demand.Pace, Demand.Shares).
 --
 -- Provides: muldiv(), counted_in(), tenants_parse(), tenants_format(),
--- tenants_read(), tenants_write(), tenant_add(), fair_fit().
+-- tenants_read(), tenants_write(), tenant_add(), fair_fit(), below().
 -- Needs: log.lua.
 --
 -- Both apply to calendar days and fixed windows whose end is known (a
@@ -254,6 +254,17 @@ local function fair_fit(L, t, tenant, now)
     t = e
   end
   return nil
+end
+
+-- Whether tenant has spent less than its share at now of L's window
+-- holding now: it then goes before the tenants at or above theirs (see
+-- fairroom.lua). A window beyond the calendar sent counts as below (the
+-- decision refuses it anyway).
+local function below(L, tenant, now)
+  local s, e = day(L, now)
+  if not s then return true end
+  local o = others(L, s, tenant, now)
+  return o.spentMine < allowance(L, s, e, now) * o.mine / o.W
 end
 
 -- Add delta units (negative to give back) to what tenant name spent in

@@ -304,9 +304,6 @@ func (l *Limiter) checkCharges(scope string, charges []Demand) (int, error) {
 // its scope's background room instead.
 func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Demand) (*Reservation, error) {
 	if isFair(charges) {
-		if priorityOf(ctx) == Background {
-			maxWait = 0 // a background call never holds
-		}
 		return l.fairReserve(ctx, scope, maxWait, charges)
 	}
 	if priorityOf(ctx) == Background {

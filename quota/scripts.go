@@ -77,6 +77,8 @@ var (
 	// Calls on buckets with neither never run them.
 	//go:embed fair.lua
 	fairPart string
+	//go:embed fairroom.lua
+	fairRoomPart string // the room of the calls that may not hold
 	//go:embed fairreserve.lua
 	fairReservePart string
 	//go:embed fairundo.lua
@@ -171,7 +173,7 @@ var (
 		"local function usage()\n" + usagePart + "\nend\n" + seriesPart)
 	// fairScript decides a call on buckets with a pace or shares: the
 	// general decision, the pace lines and the shares, in one step.
-	fairScript = newScript(binaryPart + nowPart + logParts + decidePart + fairPart + fairReservePart)
+	fairScript = newScript(binaryPart + nowPart + logParts + decidePart + fairPart + roomPart + fairRoomPart + fairReservePart)
 	// fairCancelScript and fairSettleScript are cancelScript and
 	// settleScript charging their change to the reservation's tenant.
 	fairCancelScript = newScript(clockPart + binaryPart + logParts + fairPart +
