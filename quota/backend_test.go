@@ -124,6 +124,9 @@ var suite = []struct {
 	{"SharesModel", testSharesModel},
 	{"PlainRunsLean", testPlainRunsLean},
 	{"SharesLend", testSharesLend},
+	{"BelowShareFirst", testBelowShareFirst},
+	{"TenantInArrivalOrder", testTenantInArrivalOrder},
+	{"BackgroundWaitsOnShares", testBackgroundWaitsOnShares},
 	{"MuldivExact", testMuldivExact},
 	{"PaceBesideTokenBucket", testPaceBesideTokenBucket},
 }

@@ -135,7 +135,11 @@ if roomed then
   if first and not beyond and at == now then
     waiting:leave(rid)
   else
-    if rwait ~= '0' then
+    -- A call that fits in none of the windows sent is refused, as a hold
+    -- would be; else it waits its turn, or is refused when it may not.
+    if beyond then
+      waiting:leave(rid)
+    elseif rwait ~= '0' then
       waiting:enter(rid, now, tonumber(rwait), rclass)
       queued = waiting:rank(rid)
     end
