@@ -40,6 +40,13 @@ type Pace struct {
 // keep back while idle ((1-Lendable) of their unspent share). A tenant
 // not listed has no share before its first request. Sliding windows and
 // token buckets are decided as without it.
+//
+// Among waiters, a tenant below its share goes before one at or above
+// it, and a tenant's calls go in arrival order: a waiting call below its
+// share takes a hold; one at or above it (or of a tenant with a call
+// waiting there already) waits its turn in the bucket's room instead,
+// in arrival order across processes, and is admitted now once it is
+// first there, fits now and no hold waits (Limiter.Reserve).
 type Shares struct {
 	// Weights maps a tenant to its weight, e.g. {"eu": 2, "us": 1};
 	// tenants not listed weigh 1.

@@ -212,7 +212,10 @@ func (l *Limiter) Allow(ctx context.Context, scope string, demands ...Demand) (*
 // A Background call (see WithPriority) never takes a hold, so that an
 // interactive call arriving later can still be admitted first: Reserve
 // waits its turn in the scope's background room, up to maxWait, and
-// returns it admitted now, or refused.
+// returns it admitted now, or refused. On a bucket with Shares, a call of
+// a tenant at or above its share never holds either, so that a tenant
+// below its share goes first: it waits its turn in the bucket's room
+// likewise (see Shares), as does a Background call there.
 func (l *Limiter) Reserve(ctx context.Context, scope string, maxWait time.Duration, demands ...Demand) (*Reservation, error) {
 	wait := unbounded
 	if maxWait >= 0 {
