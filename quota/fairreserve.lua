@@ -7,8 +7,8 @@
 -- its place in the room, or is refused. Its reply is reserve.lua's list,
 -- then the place in the room.
 --
--- Needs: now.lua (now), log.lua, decide.lua, fair.lua, room.lua,
--- fairroom.lua.
+-- Needs: now.lua (now), log.lua, decide.lua, fair.lua; rooms_of(),
+-- which makes room.lua and fairroom.lua and returns fair_room.
 --
 -- KEYS: meta_1, ..., meta_n, log_1, ..., log_n, tenants_1, ..., tenants_n,
 --       then the room: queue, alive, counter, who (fairroom.lua)
@@ -45,7 +45,7 @@ for k = 1, tonumber(ARGV[x + 2 * n + 2]) do
   specs[k] = sp
 end
 local rwait, rid, rclass = ARGV[p], ARGV[p + 1], ARGV[p + 2]
-local waiting = fair_room(KEYS[3 * n + 1], KEYS[3 * n + 2], KEYS[3 * n + 3], KEYS[3 * n + 4])
+local waiting = rwait ~= '' and rooms_of()(KEYS[3 * n + 1], KEYS[3 * n + 2], KEYS[3 * n + 3], KEYS[3 * n + 4])
 if rwait == 'leave' then
   waiting:leave(rid)
   return {0}

@@ -173,7 +173,11 @@ var (
 		"local function usage()\n" + usagePart + "\nend\n" + seriesPart)
 	// fairScript decides a call on buckets with a pace or shares: the
 	// general decision, the pace lines and the shares, in one step.
-	fairScript = newScript(binaryPart + nowPart + logParts + decidePart + fairPart + roomPart + fairRoomPart + fairReservePart)
+	// The room's code is wrapped as the function rooms_of(), which
+	// returns fair_room: made only by the calls that use the room (a
+	// definition is a closure made at every call).
+	fairScript = newScript(binaryPart + nowPart + logParts + decidePart + fairPart +
+		"local function rooms_of()\n" + roomPart + fairRoomPart + "\nreturn fair_room\nend\n" + fairReservePart)
 	// fairCancelScript and fairSettleScript are cancelScript and
 	// settleScript charging their change to the reservation's tenant.
 	fairCancelScript = newScript(clockPart + binaryPart + logParts + fairPart +
