@@ -127,6 +127,8 @@ var suite = []struct {
 	{"BelowShareFirst", testBelowShareFirst},
 	{"TenantInArrivalOrder", testTenantInArrivalOrder},
 	{"BackgroundWaitsOnShares", testBackgroundWaitsOnShares},
+	{"LeaseFromShare", testLeaseFromShare},
+	{"LeaseWithinPace", testLeaseWithinPace},
 	{"MuldivExact", testMuldivExact},
 	{"PaceBesideTokenBucket", testPaceBesideTokenBucket},
 }

@@ -102,6 +102,59 @@ func (s *Shares) idle() time.Duration {
 	return s.Idle
 }
 
+// validateFair checks a demand's pace and shares.
+func (c Demand) validateFair() error {
+	if err := c.Pace.validate(c.Bucket); err != nil {
+		return err
+	}
+	if err := c.Shares.validate(c.Bucket); err != nil {
+		return err
+	}
+	if c.Shares != nil && c.Tenant == "" {
+		return invalid(fmt.Sprintf("charge for bucket %q", c.Bucket), "shares need a tenant")
+	}
+	return nil
+}
+
+// fairLease returns the script that takes or ends a lease on a bucket
+// with a pace or shares (fairlease.lua, wrapping lease.lua), and appends
+// to lease.lua's keys and args what it needs: the tenants key per window,
+// the tenant, the shares, and per window the pace's burst and whether it
+// keeps shares. Other leases keep leaseScript.
+func (l *Limiter) fairLease(c Demand, keys []string, args []any) (*redis.Script, []string, []any) {
+	if c.Pace == nil && c.Shares == nil {
+		return leaseScript, keys, args
+	}
+	for i := range c.Limits {
+		keys = append(keys, tenantsKey(keys[i]))
+	}
+	fa := []any{c.Tenant}
+	if s := c.Shares; s != nil {
+		names := make([]string, 0, len(s.Weights))
+		for name := range s.Weights {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		fa = append(fa, s.idle().Microseconds(), strconv.FormatFloat(s.Lendable, 'g', -1, 64), len(names))
+		for _, name := range names {
+			fa = append(fa, name, strconv.FormatFloat(s.Weights[name], 'g', -1, 64))
+		}
+	} else {
+		fa = append(fa, 0, 0, 0)
+	}
+	for _, lim := range c.Limits {
+		burst, shares := "", 0
+		if c.Pace != nil {
+			burst = strconv.FormatInt(c.Pace.burstUnits(lim.Units), 10)
+		}
+		if c.Shares != nil {
+			shares = 1
+		}
+		fa = append(fa, burst, shares)
+	}
+	return fairLeaseScript, keys, append(append(args, fa...), len(fa))
+}
+
 // burstUnits is B of a paced limit of units.
 func (p *Pace) burstUnits(units int64) int64 {
 	return int64(math.Floor(p.Burst * float64(units)))

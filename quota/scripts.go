@@ -77,6 +77,8 @@ var (
 	// Calls on buckets with neither never run them.
 	//go:embed fair.lua
 	fairPart string
+	//go:embed fairlease.lua
+	fairLeasePart string // a lease taken from the tenant's part
 	//go:embed fairroom.lua
 	fairRoomPart string // the room of the calls that may not hold
 	//go:embed fairreserve.lua
@@ -184,6 +186,10 @@ var (
 		"local function body()\n" + cancelPart + "\nend\n" + fairUndoPart)
 	fairSettleScript = newScript(clockPart + binaryPart + logParts + fairPart +
 		"local function body()\n" + settlePart + "\nend\n" + fairUndoPart)
+	// fairLeaseScript is leaseScript on buckets with a pace or shares:
+	// a lease taken from, and charged to, its tenant's part.
+	fairLeaseScript = newScript(clockPart + binaryPart + logParts + fairPart +
+		"local function body()\n" + leasePart + "\nend\n" + fairLeasePart)
 	// bucketUsageScript reads one token bucket's level.
 	bucketUsageScript = newScript(clockPart + binaryPart + bucketPart + bucketUsagePart)
 )
