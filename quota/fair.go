@@ -129,16 +129,8 @@ func (l *Limiter) fairLease(c Demand, keys []string, args []any) (*redis.Script,
 		keys = append(keys, tenantsKey(keys[i]))
 	}
 	fa := []any{c.Tenant}
-	if s := c.Shares; s != nil {
-		names := make([]string, 0, len(s.Weights))
-		for name := range s.Weights {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		fa = append(fa, s.idle().Microseconds(), strconv.FormatFloat(s.Lendable, 'g', -1, 64), len(names))
-		for _, name := range names {
-			fa = append(fa, name, strconv.FormatFloat(s.Weights[name], 'g', -1, 64))
-		}
+	if c.Shares != nil {
+		fa = c.Shares.args(fa)
 	} else {
 		fa = append(fa, 0, 0, 0)
 	}
@@ -153,6 +145,22 @@ func (l *Limiter) fairLease(c Demand, keys []string, args []any) (*redis.Script,
 		fa = append(fa, burst, shares)
 	}
 	return fairLeaseScript, keys, append(append(args, fa...), len(fa))
+}
+
+// args appends the shares as the fair scripts read them: Idle (µs),
+// Lendable, how many tenants are listed, then each one's name and weight,
+// by name.
+func (s *Shares) args(args []any) []any {
+	names := make([]string, 0, len(s.Weights))
+	for name := range s.Weights {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	args = append(args, s.idle().Microseconds(), strconv.FormatFloat(s.Lendable, 'g', -1, 64), len(names))
+	for _, name := range names {
+		args = append(args, name, strconv.FormatFloat(s.Weights[name], 'g', -1, 64))
+	}
+	return args
 }
 
 // burstUnits is B of a paced limit of units.
@@ -261,15 +269,7 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 	}
 	args = append(args, tenantOf(charges), len(specs))
 	for _, s := range specs {
-		names := make([]string, 0, len(s.Weights))
-		for name := range s.Weights {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		args = append(args, s.idle().Microseconds(), strconv.FormatFloat(s.Lendable, 'g', -1, 64), len(names))
-		for _, name := range names {
-			args = append(args, name, strconv.FormatFloat(s.Weights[name], 'g', -1, 64))
-		}
+		args = s.args(args)
 	}
 	// The room's: how long a place lasts ('' for a call that never waits
 	// there, '0' to decide once), the waiter (fairroom.lua's name), its

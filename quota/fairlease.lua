@@ -68,14 +68,9 @@ for _, L in ipairs(fair) do
     local bound = A - counted
     if L.shares then
       tenants_read(L)
-      local o = others(L, s, tenant, now)
-      local per, kept = A / o.W, 0
-      for k = 1, #o.w do
-        local u = per * o.w[k] - o.spent[k]
-        if u > 0 then kept = kept + o.keep[k] * u end
-      end
+      local kept, mine = kept_at(L, s, A, tenant, now)
       bound = math.floor(A - counted - kept + A / 1099511627776)
-      if per * o.mine - o.spentMine > bound + A / 1099511627776 then bound = 0 end
+      if mine > bound + A / 1099511627776 then bound = 0 end
     end
     if bound < most then most = math.max(bound, 0) end
   end

@@ -14,21 +14,8 @@ import (
 // did not spend goes back to a when it ends.
 func testLeaseFromShare(t *testing.T, b *backend) {
 	ctx := context.Background()
-	clock := testclock.New(time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC))
-	l := b.limiter(t, WithClock(clock.Now))
-	s := scope(t, "s")
-	shares := &Shares{Weights: map[string]float64{"a": 1, "b": 1}, Idle: time.Hour}
-	charge := func(tenant string, units int64) Demand {
-		return Demand{Bucket: "b", Units: units, Limits: []Limit{PerDay(100, time.UTC)}, Shares: shares, Tenant: tenant}
-	}
-	allow := func(tenant string, units int64) bool {
-		t.Helper()
-		r, err := l.Allow(ctx, s, charge(tenant, units))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.OK()
-	}
+	d := newSharedDay(t, b, 100, time.Hour)
+	clock, l, s, charge, allow := d.clock, d.l, d.scope, d.charge, d.allow
 	ls, err := l.Lease(ctx, s, charge("a", 80), time.Minute)
 	if err != nil {
 		t.Fatal(err)

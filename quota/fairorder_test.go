@@ -93,19 +93,47 @@ func answer(t *testing.T, ch <-chan waited) waited {
 	}
 }
 
+// sharedDay is a day of units shared by tenants a and b (weight 1 each,
+// Lendable 0) on a limiter whose clock stands at 10:00 on 1 June 2026.
+type sharedDay struct {
+	t      *testing.T
+	clock  *testclock.Clock
+	l      *Limiter
+	scope  string
+	shares *Shares
+	units  int64
+}
+
+// newSharedDay returns a sharedDay of units, tenants idle after idle.
+func newSharedDay(t *testing.T, b *backend, units int64, idle time.Duration) *sharedDay {
+	clock := testclock.New(time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC))
+	return &sharedDay{t: t, clock: clock, l: b.limiter(t, WithClock(clock.Now)), scope: scope(t, "s"),
+		shares: &Shares{Weights: map[string]float64{"a": 1, "b": 1}, Idle: idle}, units: units}
+}
+
+// charge is tenant's demand of units on the day.
+func (d *sharedDay) charge(tenant string, units int64) Demand {
+	return Demand{Bucket: "b", Units: units, Limits: []Limit{PerDay(d.units, time.UTC)}, Shares: d.shares, Tenant: tenant}
+}
+
+// allow reports whether tenant's units are admitted now.
+func (d *sharedDay) allow(tenant string, units int64) bool {
+	d.t.Helper()
+	r, err := d.l.Allow(context.Background(), d.scope, d.charge(tenant, units))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return r.OK()
+}
+
 // testBelowShareFirst: tenant a, at its share, asks for more on a full
 // day and waits; tenant b, below its share, asks later and is admitted
 // now, not behind a's wait (a hold of a's for midnight would have put b's
 // call at midnight too). At midnight a is admitted.
 func testBelowShareFirst(t *testing.T, b *backend) {
 	ctx := context.Background()
-	clock := testclock.New(time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC))
-	l := b.limiter(t, WithClock(clock.Now))
-	s := scope(t, "s")
-	shares := &Shares{Weights: map[string]float64{"a": 1, "b": 1}, Idle: time.Hour}
-	charge := func(tenant string, units int64) Demand {
-		return Demand{Bucket: "b", Units: units, Limits: []Limit{PerDay(100, time.UTC)}, Shares: shares, Tenant: tenant}
-	}
+	d := newSharedDay(t, b, 100, time.Hour)
+	clock, l, s, charge := d.clock, d.l, d.scope, d.charge
 	if r, err := l.Allow(ctx, s, charge("a", 50)); err != nil || !r.OK() {
 		t.Fatalf("a's first 50 units: OK=%v err=%v", r.OK(), err)
 	}
@@ -132,23 +160,10 @@ func testBelowShareFirst(t *testing.T, b *backend) {
 // before both. When a's first call gives up, the later one is admitted.
 func testTenantInArrivalOrder(t *testing.T, b *backend) {
 	ctx := context.Background()
-	clock := testclock.New(time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC))
-	l := b.limiter(t, WithClock(clock.Now))
-	s := scope(t, "s")
 	// Idle shorter than a waiter's place lasts unless renewed (SlotTTL):
 	// the clock below moves past it while a's first call waits.
-	shares := &Shares{Weights: map[string]float64{"a": 1, "b": 1}, Idle: 2 * time.Second}
-	charge := func(tenant string, units int64) Demand {
-		return Demand{Bucket: "b", Units: units, Limits: []Limit{PerDay(90, time.UTC)}, Shares: shares, Tenant: tenant}
-	}
-	allow := func(tenant string, units int64) bool {
-		t.Helper()
-		r, err := l.Allow(ctx, s, charge(tenant, units))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.OK()
-	}
+	d := newSharedDay(t, b, 90, 2*time.Second)
+	clock, l, s, charge, allow := d.clock, d.l, d.scope, d.charge, d.allow
 	// c's request, refused, makes it active: the shares are 30 each.
 	if allow("c", 60) {
 		t.Fatal("c's 60 units admitted beyond what a and b keep")
@@ -181,13 +196,8 @@ func testTenantInArrivalOrder(t *testing.T, b *backend) {
 // and yields to an interactive call arriving later.
 func testBackgroundWaitsOnShares(t *testing.T, b *backend) {
 	ctx := context.Background()
-	clock := testclock.New(time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC))
-	l := b.limiter(t, WithClock(clock.Now))
-	s := scope(t, "s")
-	shares := &Shares{Weights: map[string]float64{"a": 1, "b": 1}, Idle: time.Hour}
-	charge := func(tenant string, units int64) Demand {
-		return Demand{Bucket: "b", Units: units, Limits: []Limit{PerDay(100, time.UTC)}, Shares: shares, Tenant: tenant}
-	}
+	d := newSharedDay(t, b, 100, time.Hour)
+	clock, l, s, charge := d.clock, d.l, d.scope, d.charge
 	if r, err := l.Allow(ctx, s, charge("a", 50)); err != nil || !r.OK() {
 		t.Fatalf("a's first 50 units: OK=%v err=%v", r.OK(), err)
 	}
