@@ -286,12 +286,27 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 	id := l.entryID(seq) + mark + tenantOf(charges)
 	args = append(args, wait, id, class)
 
+	leave := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		out := slices.Clone(args)
+		out[len(out)-3] = "leave"
+		_, _ = l.write(cctx, fairScript, keys, out...).Result()
+	}
 	reply, late, err := l.runScript(ctx, fairScript, keys, args)
 	if late != nil {
+		// The caller gave up while the decision was on its way: give back
+		// what it admits, or the place it took in the room, which would
+		// keep the others waiting until it expires.
 		go func() {
 			<-late.done
-			if r, _, err := l.fairReservation(scope, charges, seq, late.reply); err == nil && r.ok {
+			r, place, err := l.fairReservation(scope, charges, seq, late.reply)
+			switch {
+			case err != nil:
+			case r.ok:
 				_ = r.Cancel(context.Background())
+			case place >= 0:
+				leave()
 			}
 		}()
 	}
@@ -310,13 +325,6 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 			return nil, 0, redisError(ctx, "reserve", err)
 		}
 		return l.fairReservation(scope, charges, seq, reply)
-	}
-	leave := func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		out := slices.Clone(args)
-		out[len(out)-3] = "leave"
-		_, _ = l.write(cctx, fairScript, keys, out...).Result()
 	}
 	return l.takeTurn(ctx, room[0], id, maxWait, run, leave)
 }
