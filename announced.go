@@ -11,11 +11,14 @@ import (
 	"github.com/tollgate/tollgate/internal/learn"
 	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/internal/remember"
+	"github.com/tollgate/tollgate/internal/told"
 	"github.com/tollgate/tollgate/quota"
 )
 
 // Quotas the upstream announces (Bucket.Follows). Every response's
-// headers are read (package announce) for the buckets tied to them. When
+// headers are read (package announce) for the buckets tied to them, and
+// so is what a provider's Base read of the response where package
+// announce does not (internal/told: Shopify's answers). When
 // the upstream counts more used than tollgate does, the difference (spent
 // by programs that share the credential without tollgate) is counted as
 // spent until the announced reset, in Redis, for every process; when it
@@ -77,7 +80,9 @@ func (a *announcements) reconcile(ctx context.Context, r *request, header http.H
 	if len(a.limits.announced) == 0 || r.kind == unmetered {
 		return
 	}
-	qs := announce.Read(header, r.now)
+	// The headers' quotas, then those a provider's Base read where package
+	// announce does not (internal/told: Shopify's, in the body).
+	qs := append(announce.Read(header, r.now), told.Of(r.req.Context())...)
 	if len(qs) == 0 {
 		return
 	}

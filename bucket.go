@@ -34,7 +34,8 @@ type Bucket struct {
 	// responses' headers (package announce): by name, e.g. "core"
 	// (GitHub's X-RateLimit-Resource), "tokens" (OpenAI), a policy of the
 	// IETF draft's RateLimit fields; or as "dialect/name", e.g.
-	// "github/core". Units the upstream counts beyond tollgate's count are
+	// "github/core" (providers/shopify's buckets follow "shopify/points"
+	// and "shopify/requests", which it reads from Shopify's answers). Units the upstream counts beyond tollgate's count are
 	// then counted as spent until its announced reset, by every process;
 	// an announced limit (and window, when stated) replaces the first
 	// limit's, reserve kept; an announcement that nothing is left pauses

@@ -22,28 +22,30 @@ type needsCheck struct {
 	done   chan struct{}
 }
 
-// checkNeeds starts the check off the caller's goroutine: New never waits
-// for Redis. Without a Logger there is no one to tell, and no check.
-func (t *Transport) checkNeeds() {
-	if t.cfg.Logger == nil {
-		return
+// startNeeds starts the check off the caller's goroutine, on the Redis of
+// cfg.Limiter: New never waits for Redis. Without a Logger there is no one
+// to tell, and no check: it returns nil.
+func startNeeds(cfg *Config, h *hooks) *needsCheck {
+	if cfg.Logger == nil {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), needsTimeout)
-	t.needs = &needsCheck{cancel: cancel, done: make(chan struct{})}
-	rdb, _ := limiterStore(t.cfg.Limiter)
+	n := &needsCheck{cancel: cancel, done: make(chan struct{})}
+	rdb, _ := limiterStore(cfg.Limiter)
 	go func() {
-		defer close(t.needs.done)
+		defer close(n.done)
 		defer cancel()
 		for _, w := range redisneeds.Warnings(ctx, rdb) {
-			t.hooks.log(ctx, slog.LevelWarn, "tollgate: "+w)
+			h.log(ctx, slog.LevelWarn, "tollgate: "+w)
 		}
 	}()
+	return n
 }
 
-// stopNeeds ends the check, if it still runs.
-func (t *Transport) stopNeeds() {
-	if t.needs != nil {
-		t.needs.cancel()
-		<-t.needs.done
+// stop ends the check, if it still runs; n may be nil (no check).
+func (n *needsCheck) stop() {
+	if n != nil {
+		n.cancel()
+		<-n.done
 	}
 }

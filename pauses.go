@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate/tollgate/internal/notices"
 	"github.com/tollgate/tollgate/internal/quotapath"
 	"github.com/tollgate/tollgate/quota"
 )
@@ -93,16 +94,69 @@ func (p *decision) pauseAfterWait(ctx context.Context, r *request, heard uint64)
 	if heard != 0 && p.listening.Heard() == heard {
 		return nil // listening throughout: a pause would have stopped the wait
 	}
+	pw, _ := pauseOf(ctx, p.limiter, r)
+	return pw // nil when Redis did not answer: what it cannot say now, it could not stop
+}
+
+// pauseOf reads, in one round trip, the pause that ends last among the
+// request's scope and the buckets it charges: nil when there is none.
+func pauseOf(ctx context.Context, lim *quota.Limiter, r *request) (*pausedWait, error) {
 	buckets := make([]string, 0, len(r.endpoint.Charges)+1)
 	buckets = append(buckets, "")
 	for _, ch := range r.endpoint.Charges {
 		buckets = append(buckets, ch.Bucket)
 	}
-	bucket, pz, err := pauseAmong(p.limiter, ctx, r.scope, buckets...)
+	bucket, pz, err := pauseAmong(lim, ctx, r.scope, buckets...)
 	if err != nil || pz.Until.IsZero() {
-		return nil // Redis decided this request; what it cannot say now, it could not stop
+		return nil, err
 	}
-	return &pausedWait{bucket: bucket, until: pz.Until, cause: pauseCause(pz), reason: pz.Reason}
+	return &pausedWait{bucket: bucket, until: pz.Until, cause: pauseCause(pz), reason: pz.Reason}, nil
+}
+
+// pausesAtHold reads what a waiting hold may have missed, once w is
+// registered and the Transport listens, so that pauses and resumes reach
+// it from now on; heard and resumes are what the Transport had heard
+// before the decision.
+//
+// It reports resumed, having taken w back, when a resume may have been
+// told in between: one applied meanwhile, or, when nothing listened then,
+// a hold a pause dated whose pause Redis no longer holds. Such a hold
+// would wait for a pause lifted already.
+//
+// Otherwise it returns the generation pauseAfterWait is to compare with.
+// When nothing listened at the decision, a pause told in between reached
+// nobody: the pauses are read now, while the turn is ahead, rather than
+// after it, where, for a process far from its Redis, the round trip would
+// make the request reach its upstream later than Transit after its turn,
+// and be decided again. With none found, it returns the generation heard
+// before the read, so that a request whose process hears nothing new
+// reads nothing after the wait; it returns 0 (read after the wait) while
+// nothing listens, when a pause was found, or when Redis did not answer.
+// One round trip at most, for holds decided while nothing listened.
+func (p *decision) pausesAtHold(ctx context.Context, r *request, w *notices.Waiter, res *quota.Reservation, heard, resumes uint64) (after uint64, resumed bool) {
+	if p.waiters.Resumes() != resumes && p.waiters.Remove(w) {
+		return 0, true
+	}
+	if heard != 0 {
+		return heard, false
+	}
+	live := p.listening.Heard()
+	c, ok := res.Constraint()
+	datedByPause := ok && c.Paused
+	if live == 0 && !datedByPause {
+		return 0, false
+	}
+	pw, err := pauseOf(ctx, p.limiter, r)
+	if err != nil {
+		return 0, false
+	}
+	if datedByPause && (pw == nil || pw.until.Before(res.Time())) && p.waiters.Remove(w) {
+		return 0, true
+	}
+	if pw != nil {
+		return 0, false
+	}
+	return live, false
 }
 
 // sitOut decides what a pause that reached a waiting request makes of it:

@@ -48,17 +48,12 @@ func (p *decision) shadow(ctx context.Context, d *decider, r *request) error {
 	}
 	// No room hides a pause: Redis names the bucket without room. Read
 	// the pauses of the scope and its buckets (one round trip).
-	buckets := make([]string, 0, len(r.endpoint.Charges)+1)
-	buckets = append(buckets, "")
-	for _, ch := range r.endpoint.Charges {
-		buckets = append(buckets, ch.Bucket)
-	}
-	if bucket, pz, err := pauseAmong(d.lim, ctx, r.scope, buckets...); err != nil {
+	if pw, err := pauseOf(ctx, d.lim, r); err != nil {
 		return limiterError(d, r, r.scope, err)
-	} else if !pz.Until.IsZero() {
-		qe := (&pausedWait{bucket: bucket, until: pz.Until, cause: pauseCause(pz), reason: pz.Reason}).refusal(r)
+	} else if pw != nil {
+		qe := pw.refusal(r)
 		if !d.local && !r.background && qe.RetryAfter > 0 {
-			p.refusals.Note(remember.Key{Scope: r.scope, Bucket: bucket}, rememberOf(qe, r.now), r.now)
+			p.refusals.Note(remember.Key{Scope: r.scope, Bucket: pw.bucket}, rememberOf(qe, r.now), r.now)
 		}
 		return qe
 	}

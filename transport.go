@@ -161,7 +161,7 @@ func New(cfg Config) (*Transport, error) {
 	// Last: the alerts' goroutine starts here, once nothing can fail, and
 	// so does the check of what the Redis keeps.
 	t.alerts = newAlerts(&cfg, t.redis.limits, thresholds, t.hooks)
-	t.checkNeeds()
+	t.needs = startNeeds(&cfg, t.hooks)
 	return t, nil
 }
 
@@ -173,7 +173,7 @@ func New(cfg Config) (*Transport, error) {
 // caller owns, nor idle connections of Base.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
-	t.stopNeeds()
+	t.needs.stop()
 	t.alerts.close()
 	t.listening.Stop()
 	t.described.writing.Wait()

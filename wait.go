@@ -199,13 +199,11 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 			p.waiters.Add(w)
 			p.listening.Listen(ctx)
 			defer p.listening.Unlisten()
-			if p.missedResume(ctx, r, res, heard, resumes) && p.waiters.Remove(w) {
+			var resumed bool
+			if heard, resumed = p.pausesAtHold(ctx, r, w, res, heard, resumes); resumed {
 				p.gates.release(ctx, r, heldUnits)
 				r.res = nil
 				return errResumed
-			}
-			if heard == 0 {
-				heard = p.readPausesEarly(ctx, r)
 			}
 		}
 		if keys := p.announcedKeys(r); len(keys) > 0 {
@@ -254,25 +252,6 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 	return err
 }
 
-// missedResume reports whether a resume may have been told between the
-// request's decision and the moment its hold could be reached (heard and
-// resumes are what the Transport had heard before the decision): a resume
-// applied meanwhile, or, when nothing listened then, a hold a pause dated
-// whose pause Redis no longer holds (one round trip, for those holds
-// only). Its hold would wait for a pause lifted already.
-func (p *decision) missedResume(ctx context.Context, r *request, res *quota.Reservation, heard, resumes uint64) bool {
-	if p.waiters.Resumes() != resumes {
-		return true
-	}
-	c, ok := res.Constraint()
-	if heard != 0 || !ok || !c.Paused {
-		return false
-	}
-	buckets := append([]string{""}, bucketsOf(r)...)
-	_, pz, err := pauseAmong(p.limiter, ctx, r.scope, buckets...)
-	return err == nil && pz.Until.Before(res.Time())
-}
-
 // learnedGen returns the generation of what is learned of each announced
 // bucket the request charges, in its scope.
 func (p *decision) learnedGen(r *request) []uint64 {
@@ -313,26 +292,4 @@ func (p *decision) announcedKeys(r *request) []learn.Key {
 		}
 	}
 	return keys
-}
-
-// readPausesEarly reads the pauses in Redis while a request waits for its
-// turn, once the process listens, when it did not listen at the decision:
-// a pause told in between reached nobody. With none found, it returns
-// the generation heard before the read, so that after the wait a request
-// whose process heard nothing new reads nothing: the round trip is made
-// while the turn is ahead, not after it, where, for a process far from
-// its Redis, it would make the request reach its upstream later than
-// Transit after its turn, and be decided again. It returns 0 (read after
-// the wait, as before) while nothing listens, when a pause was found, or
-// when Redis did not answer.
-func (p *decision) readPausesEarly(ctx context.Context, r *request) uint64 {
-	live := p.listening.Heard()
-	if live == 0 {
-		return 0
-	}
-	buckets := append([]string{""}, bucketsOf(r)...)
-	if _, pz, err := pauseAmong(p.limiter, ctx, r.scope, buckets...); err != nil || !pz.Until.IsZero() {
-		return 0 // a pause, or no answer: read again after the wait
-	}
-	return live
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/quota"
 )
@@ -25,9 +23,11 @@ import (
 // main-thread CPU time per decision (INFO cpu), their ratio
 // (bucket/window), and the script time per call (commandstats). The
 // redis_rate case pairs the bucket with redis_rate's GCRA, which decides
-// one limit alone; the day case charges a Pacific day beside each; the
+// one limit alone; the day cases charge a Pacific day beside each; the
 // three-buckets case charges three of each kind (a model's requests,
-// input and output tokens, the tokens 100 a call).
+// input and output tokens, the tokens 100 a call); the gemini case pairs
+// redis_rate with Gemini's shape as token buckets: requests a minute and
+// a Pacific day, and input tokens a minute (100 a call), three charges.
 func BenchmarkBucketPaired(b *testing.B) {
 	pacific, err := time.LoadLocation("America/Los_Angeles")
 	if err != nil {
@@ -50,6 +50,8 @@ func BenchmarkBucketPaired(b *testing.B) {
 		{"window-vs-bucket/cost=1", []quota.Limit{never(time.Minute)}, []quota.Limit{bucket}, false},
 		{"window-vs-bucket/with-a-day", []quota.Limit{never(time.Minute), day}, []quota.Limit{bucket, day}, false},
 		{"redis_rate-vs-bucket/cost=1", nil, []quota.Limit{bucket}, true},
+		{"redis_rate-vs-bucket/with-a-day", nil, []quota.Limit{bucket, day}, true},
+		{"redis_rate-vs-bucket/gemini", nil, []quota.Limit{bucket}, true},
 		{"window-vs-bucket/three-buckets", []quota.Limit{never(time.Minute)}, []quota.Limit{bucket}, false},
 	} {
 		b.Run(v.name, func(b *testing.B) {
@@ -65,6 +67,10 @@ func BenchmarkBucketPaired(b *testing.B) {
 					wc = append(wc, quota.Demand{Bucket: name, Units: 100, Limits: v.window})
 					bc = append(bc, quota.Demand{Bucket: name, Units: 100, Limits: v.bucket})
 				}
+			}
+			if strings.HasSuffix(v.name, "gemini") {
+				bc = append(bc, quota.Demand{Bucket: "day", Units: 1, Limits: []quota.Limit{day}},
+					quota.Demand{Bucket: "input", Units: 100, Limits: v.bucket})
 			}
 			var next atomic.Int64
 			pair := func(ctx context.Context, _ int) error {
@@ -82,24 +88,7 @@ func BenchmarkBucketPaired(b *testing.B) {
 				}
 				return nil
 			}
-			spreadScopes(b, n, pair)
-			ctx := context.Background()
-			for _, r := range []*redis.Client{ws, bs} {
-				r.ConfigResetStat(ctx)
-			}
-			cpuW, cpuB := serverCPU(b, ws), serverCPU(b, bs)
-			b.ResetTimer()
-			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := pair(ctx, 0); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			w, bk := (serverCPU(b, ws)-cpuW)/float64(b.N), (serverCPU(b, bs)-cpuB)/float64(b.N)
+			w, bk := pairedCPU(b, n, ws, bs, pair)
 			b.ReportMetric(w, "window-cpu-µs/op")
 			b.ReportMetric(bk, "bucket-cpu-µs/op")
 			b.ReportMetric(bk/w, "cpu-ratio")

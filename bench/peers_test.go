@@ -69,28 +69,9 @@ func parallelBy(b *testing.B, n int, rdb *redis.Client, cmd string, op func(ctx 
 	}
 }
 
-// serverCPU reads the CPU time (µs) Redis's main thread has used: reading
-// requests, running commands, writing replies. Unlike the commands' own
-// times it does not count the moments the thread waited for a core, so it
-// holds steadier on a shared machine.
-func serverCPU(b *testing.B, rdb *redis.Client) float64 {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user_main_thread" || k == "used_cpu_sys_main_thread") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %s", line)
-			}
-			total += f * 1e6
-		}
-	}
-	return total
-}
+// serverCPU reads the CPU time (µs) Redis's main thread has used:
+// redistest.MainThreadCPU.
+func serverCPU(b *testing.B, rdb *redis.Client) float64 { return redistest.MainThreadCPU(b, rdb) }
 
 // clientCPU reads the CPU time (µs) this process has used, every thread
 // (the callers, the client, the runtime) in user and system mode: beside

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -138,24 +137,7 @@ func BenchmarkScopesPaired(b *testing.B) {
 				_, err := peer.AllowN(ctx, s, limit, 1)
 				return err
 			}
-			spreadScopes(b, n, pair)
-			ctx := context.Background()
-			for _, r := range []*redis.Client{tg, rr} {
-				r.ConfigResetStat(ctx)
-			}
-			cpuTG, cpuRR := serverCPU(b, tg), serverCPU(b, rr)
-			b.ResetTimer()
-			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := pair(ctx, 0); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			mine, theirs := (serverCPU(b, tg)-cpuTG)/float64(b.N), (serverCPU(b, rr)-cpuRR)/float64(b.N)
+			mine, theirs := pairedCPU(b, n, tg, rr, pair)
 			b.ReportMetric(mine, "tollgate-cpu-µs/op")
 			b.ReportMetric(theirs, "redis_rate-cpu-µs/op")
 			b.ReportMetric(mine/theirs, "cpu-ratio")

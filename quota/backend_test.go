@@ -109,6 +109,8 @@ var suite = []struct {
 	{"SettleSeveralLimits", testSettleSeveralLimits},
 	{"SettleAll", testSettleAll},
 	{"SettleFastAgrees", testSettleFastAgrees},
+	{"SettleWindowsAgrees", testSettleWindowsAgrees},
+	{"SettleWindowsNewExpiry", testSettleWindowsNewExpiry},
 	{"ExactWithSettlement", testExactWithSettlement},
 	{"SlotsCap", testSlotsCap},
 	{"SlotsHandedInOrder", testSlotsHandedInOrder},

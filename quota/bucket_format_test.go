@@ -29,7 +29,7 @@ import (
 // scripts: this format's parts, the buckets' left out.
 var (
 	noBucketUsage   = redis.NewScript(clockPart + binaryPart + logPart + usagePart)
-	noBucketReserve = redis.NewScript(binaryPart + nowPart + fastPart + logPart + decidePart + reservePart)
+	noBucketReserve = redis.NewScript(binaryPart + nowPart + fastPart + readPausesPart + logPart + decidePart + reservePart)
 )
 
 // previousScript assembles a script of the previous version's parts.

@@ -32,6 +32,7 @@ var bucketSuite = []struct {
 	{"Usage", testBucketUsage},
 	{"Record", testBucketRecord},
 	{"FastPathAgreesWithGeneral", testBucketFastAgrees},
+	{"MixedFastAgrees", testMixedFastAgrees},
 	{"KeyHasTTL", testBucketTTL},
 	{"Announce", testBucketAnnounce},
 	{"Lease", testBucketLease},

@@ -7,8 +7,9 @@
 -- its place in the room, or is refused. Its reply is reserve.lua's list,
 -- then the place in the room.
 --
--- Needs: now.lua (now), log.lua, decide.lua, fair.lua; rooms_of(),
--- which makes room.lua and fairroom.lua and returns fair_room.
+-- Needs: fairread.lua and readpauses.lua (n, read, nread, names), now.lua
+-- (now), log.lua, decide.lua, fair.lua; rooms_of(), which makes room.lua
+-- and fairroom.lua and returns fair_room.
 --
 -- KEYS: meta_1, ..., meta_n, log_1, ..., log_n, tenants_1, ..., tenants_n,
 --       then the room: queue, alive, counter, who (fairroom.lua)
@@ -28,7 +29,6 @@
 --   is not in it. A call in the room is refused (admitted 0) with at the
 --   instant it would fit were it first (a hint).
 
-local n = (#KEYS - 4) / 3
 local x = 3 + 3 * n
 local tenant = ARGV[x + 2 * n + 1]
 local specs, p = {}, x + 2 * n + 3
@@ -50,22 +50,6 @@ if rwait == 'leave' then
   waiting:leave(rid)
   return {0}
 end
-
-local read = redis.call('MGET', unpack(KEYS, 1, n))
--- The pauses, each charge's bucket's and the scope's, named after the
--- metas (fast.lua reads them so).
-local names, firsts = {}, {'1'}
-if ARGV[3] ~= '' then
-  firsts = {}
-  for f in string.gmatch(ARGV[3], '%d+') do firsts[#firsts + 1] = f end
-end
-for j, f in ipairs(firsts) do
-  names[n + j] = string.match(KEYS[tonumber(f)], '^(.*:)[^:]+:[^:]+$') .. 'pause'
-end
-local nread = n + #firsts + 1
-names[nread] = string.match(KEYS[1], '^[^{]*{[^}]*}:') .. 'pause'
-local paused = redis.call('MGET', unpack(names, n + 1, nread))
-for i = n + 1, nread do read[i] = paused[i - n] end
 
 local maxwait = tonumber(ARGV[2])
 local limits = windows(n, n)

@@ -2,9 +2,8 @@
 -- windows, taken before the general code (log.lua, reserve.lua) is even
 -- defined.
 --
--- Provides: n (the windows), read (the metas, then the pauses), nread
--- (their count), names (the pauses' keys, by their place in read), for
--- reserve.lua when the common case does not hold.
+-- Provides: n (the windows) and read (their metas, a table), for
+-- readpauses.lua and reserve.lua when the common case does not hold.
 -- Needs: binary.lua, now.lua. KEYS and ARGV are reserve.lua's; its reply
 -- is the other form.
 --
@@ -124,20 +123,3 @@ if fast then
   return reply
 end
 if n == 1 then read = {read} end
--- The general decision reads the pauses too, each charge's bucket's and
--- the scope's, named after the metas (ARGV[3] says where each charge's
--- windows start when there are several charges), into read after the
--- metas; nread counts them all.
-local names, firsts = {}, {'1'}
-if ARGV[3] ~= '' then
-  firsts = {}
-  for f in string.gmatch(ARGV[3], '%d+') do firsts[#firsts + 1] = f end
-end
-for j, f in ipairs(firsts) do
-  -- (':[^:]+$', not ':meta$': a token bucket's state ends ':tat'; bucket.lua)
-  names[n + j] = string.match(KEYS[tonumber(f)], '^(.*:)[^:]+:[^:]+$') .. 'pause'
-end
-local nread = n + #firsts + 1
-names[nread] = string.match(KEYS[1], '^[^{]*{[^}]*}:') .. 'pause'
-local paused = redis.call('MGET', unpack(names, n + 1, nread))
-for i = n + 1, nread do read[i] = paused[i - n] end

@@ -316,7 +316,14 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	if err != nil {
 		return nil, err
 	}
-	reply, late, err := l.runScript(ctx, reserveScript, keys, args)
+	return l.decide(ctx, reserveScript, scope, charges, seq, keys, args)
+}
+
+// decide runs a reserve script (reserveScript, fairScript) on keys and
+// args and returns the reservation its reply makes, its entries named by
+// seq.
+func (l *Limiter) decide(ctx context.Context, script *redis.Script, scope string, charges []Demand, seq uint64, keys []string, args []any) (*Reservation, error) {
+	reply, late, err := l.runScript(ctx, script, keys, args)
 	if late != nil {
 		// The caller gave up while the decision was on its way: give back
 		// what it may admit, so that no units go to a call never made.

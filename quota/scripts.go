@@ -23,6 +23,8 @@ var (
 	nowPart string // the reserve script's clock
 	//go:embed fast.lua
 	fastPart string // the reserve script's reads and common decision
+	//go:embed readpauses.lua
+	readPausesPart string // a general decision's read of the pauses
 	//go:embed decide.lua
 	decidePart string // the general decision, in parts
 	//go:embed reserve.lua
@@ -64,15 +66,20 @@ var (
 	bucketLogPart string
 	//go:embed bucketfast.lua
 	bucketFastPart string
+	//go:embed mixedfast.lua
+	mixedFastPart string // the common decision on windows and buckets together
 	//go:embed settlefast.lua
 	settleFastPart string // settle.lua's common case on buckets alone
+	//go:embed settlewindows.lua
+	settleWindowsPart string // settle.lua's common case on windows alone
 	//go:embed bucketusage.lua
 	bucketUsagePart string
 	//go:embed windowsonly.lua
 	windowsOnlyPart string // log.lua's end in a script's lean form
 
 	// Pace and shares (Demand.Pace, Demand.Shares): fair.lua provides
-	// the pace line and the tenants' spending; fairreserve.lua decides;
+	// the pace line and the tenants' spending; fairread.lua reads the
+	// metas, readpauses.lua the pauses, and fairreserve.lua decides;
 	// fairundo.lua charges a cancellation or settlement to its tenant.
 	// Calls on buckets with neither never run them.
 	//go:embed fair.lua
@@ -81,6 +88,8 @@ var (
 	fairLeasePart string // a lease taken from the tenant's part
 	//go:embed fairroom.lua
 	fairRoomPart string // the room of the calls that may not hold
+	//go:embed fairread.lua
+	fairReadPart string
 	//go:embed fairreserve.lua
 	fairReservePart string
 	//go:embed fairundo.lua
@@ -133,13 +142,14 @@ func leanFor(script *redis.Script, args []any) *redis.Script {
 var windowParts = logPart + windowsOnlyPart
 
 var (
-	// reserveScript decides a call: bucketfast.lua and fast.lua take the
-	// common cases (buckets alone, windows) before any function of the
+	// reserveScript decides a call: bucketfast.lua, mixedfast.lua and
+	// fast.lua take the common cases (buckets alone, buckets beside
+	// windows, windows) before any function of the
 	// general code is made (each definition is a closure made at every
 	// call, which cost a window's decision a seventh of its
 	// instructions); reserve.lua every other.
-	reserveScript = pair(binaryPart+nowPart+bucketFastPart+fastPart+logParts+decidePart+reservePart,
-		binaryPart+nowPart+fastPart+windowParts+decidePart+reservePart)
+	reserveScript = pair(binaryPart+nowPart+bucketFastPart+mixedFastPart+fastPart+readPausesPart+logParts+decidePart+reservePart,
+		binaryPart+nowPart+fastPart+readPausesPart+windowParts+decidePart+reservePart)
 	// backgroundScript decides a background call: now, or a turn in the
 	// scope's background room; never a hold.
 	backgroundScript = withLean(clockPart+binaryPart, decidePart+roomPart+backgroundPart)
@@ -149,10 +159,11 @@ var (
 	cancelScript = withLean(clockPart+binaryPart, cancelPart)
 	// settleScript replaces a reservation's units with their true cost:
 	// settlefast.lua takes the settlements on token buckets alone (an LLM
-	// call's tokens) before any function of log.lua is made; settle.lua
-	// every other.
-	settleScript = pair(clockPart+binaryPart+settleFastPart+logParts+settlePart,
-		clockPart+binaryPart+windowParts+settlePart)
+	// call's tokens), and settlewindows.lua those on windows in their open
+	// slice, before any function of log.lua is made; settle.lua every
+	// other.
+	settleScript = pair(clockPart+binaryPart+settleFastPart+settleWindowsPart+logParts+settlePart,
+		clockPart+binaryPart+settleWindowsPart+windowParts+settlePart)
 	// leaseScript takes and ends leases.
 	leaseScript = newScript(clockPart + binaryPart + logParts + leasePart)
 	// usageScript reads one limit's usage.
@@ -178,7 +189,7 @@ var (
 	// The room's code is wrapped as the function rooms_of(), which
 	// returns fair_room: made only by the calls that use the room (a
 	// definition is a closure made at every call).
-	fairScript = newScript(binaryPart + nowPart + logParts + decidePart + fairPart +
+	fairScript = newScript(binaryPart + nowPart + fairReadPart + readPausesPart + logParts + decidePart + fairPart +
 		"local function rooms_of()\n" + roomPart + fairRoomPart + "\nreturn fair_room\nend\n" + fairReservePart)
 	// fairCancelScript and fairSettleScript are cancelScript and
 	// settleScript charging their change to the reservation's tenant.

@@ -3,7 +3,6 @@ package quota
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -152,52 +151,6 @@ func TestSentinelFailoverLosesNoAcknowledgedDecision(t *testing.T) {
 	t.Logf("without: %d decisions acknowledged, %d counted by the promoted replica: %d lost (%.3f%%)",
 		without.acknowledged, without.counted, max(without.acknowledged-without.counted, 0),
 		100*float64(max(without.acknowledged-without.counted, 0))/float64(without.acknowledged))
-}
-
-// TestSentinelReplicaCost measures what the replica acknowledgement costs
-// a decision on a Sentinel client, the replica on loopback: the median of
-// a lone caller's decisions, and of 16 callers' side by side (their
-// decisions share pipelines, and a pipeline's WAIT), each alternating a
-// decision with and without the acknowledgement, so that both meet the
-// same load. It logs figures and fails only on errors.
-func TestSentinelReplicaCost(t *testing.T) {
-	set := redistest.StartSentinel(t, 1, redistest.Options{})
-	client := set.Client(t)
-	ctx := context.Background()
-	acked, bare := mustNew(t, client), mustNew(t, client, WithReplicas(0, 0))
-	c := charge("b", 1, PerWindow(1_000_000_000, time.Hour))
-	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
-	for _, callers := range []int{1, 16} {
-		var mu sync.Mutex
-		var withTimes, withoutTimes []time.Duration
-		var wg sync.WaitGroup
-		for range callers {
-			wg.Go(func() {
-				for i := range 400 {
-					l, into := acked, &withTimes
-					if i%2 == 1 {
-						l, into = bare, &withoutTimes
-					}
-					start := time.Now()
-					if _, err := l.Allow(ctx, "cost", c); err != nil {
-						t.Error(err)
-						return
-					}
-					took := time.Since(start)
-					mu.Lock()
-					*into = append(*into, took)
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		if t.Failed() {
-			return
-		}
-		w, wo := median(withTimes), median(withoutTimes)
-		t.Logf("%d callers: a decision's median %v with a replica's acknowledgement, %v without (%.2fx, +%v)",
-			callers, w.Round(time.Microsecond), wo.Round(time.Microsecond), float64(w)/float64(wo), (w - wo).Round(time.Microsecond))
-	}
 }
 
 // TestSentinelHoldsSurviveAFailover: callers waiting for their turn hold

@@ -156,17 +156,7 @@ func testSettleFastAgrees(t *testing.T, b *backend) {
 		if rng.IntN(3) > 0 || len(held) == 0 {
 			in, out := int64(1+rng.IntN(800)), int64(1+rng.IntN(600))
 			wait := time.Duration(rng.IntN(2)) * 20 * time.Second
-			var pair [2]*Reservation
-			for k, s := range scopes {
-				r, err := l.Reserve(ctx, s, wait, charge("requests", 1, rpm), charge("input", in, itpm), charge("output", out, otpm, oday))
-				if err != nil {
-					t.Fatal(err)
-				}
-				pair[k] = r
-			}
-			if pair[0].OK() != pair[1].OK() || pair[0].Time() != pair[1].Time() {
-				t.Fatalf("step %d: decisions differ: %v at %v against %v at %v", step, pair[0].OK(), pair[0].Time(), pair[1].OK(), pair[1].Time())
-			}
+			pair := reserveBoth(t, l, scopes, wait, charge("requests", 1, rpm), charge("input", in, itpm), charge("output", out, otpm, oday))
 			if pair[0].OK() {
 				held = append(held, pair)
 			}
@@ -177,17 +167,7 @@ func testSettleFastAgrees(t *testing.T, b *backend) {
 				units["input"] = int64(rng.IntN(1000))
 			}
 			cancel := rng.IntN(8) == 0
-			for k := range scopes {
-				var err error
-				if cancel {
-					err = pair[k].Cancel(ctx)
-				} else {
-					err = pair[k].settle(ctx, scripts[k], units)
-				}
-				if err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-			}
+			settleBoth(t, pair, scripts, units, cancel)
 		}
 		for _, x := range buckets {
 			var states [2]string

@@ -20,16 +20,17 @@ import (
 // Kit is what every provider's Transport is built on: the limiter on the
 // Redis client it was given (or on an in-process Redis it started), the
 // tollgate.Transports it built there, and the methods a provider's
-// Transport hands on to the one deciding a scope (Usage, Record, Pause,
-// CloseIdleConnections, Close). A provider keeps only what is its own: its
-// cost table, its scope, its counting and its reading of answers.
+// Transport shows its users beside RoundTrip (Recording). A provider keeps
+// only what is its own: its cost table, its scope, its counting and its
+// reading of answers.
 //
 // Start it with Start; it is safe for concurrent use once the provider's
 // NewTransport has returned.
 type Kit struct {
-	name  string // the provider's package name, which starts every error
-	owned io.Closer
-	built []*tollgate.Transport
+	Recording        // Usage, Record, Pause, CloseIdleConnections, Close
+	name      string // the provider's package name, which starts every error
+	owned     io.Closer
+	built     []*tollgate.Transport
 	// pick returns the Transport that decides a scope's requests; nil
 	// means the first built.
 	pick func(scope string) (*tollgate.Transport, error)
@@ -42,6 +43,7 @@ type Kit struct {
 // built with opts.
 func Start(name string, rdb redis.UniversalClient, opts ...quota.Option) (*Kit, error) {
 	k := &Kit{name: name}
+	k.Recording = Recording{Controls{k}}
 	if rdb == nil {
 		local, err := embedded.New()
 		if err != nil {
@@ -95,10 +97,23 @@ func (k *Kit) forScope(scope string) (*tollgate.Transport, error) {
 	return k.built[0], nil
 }
 
+// Controls are the methods a provider's Transport shows its users beside
+// RoundTrip, handed on to the kit: Usage and Pause, as the
+// tollgate.Transport deciding the scope (Pick) has them, and
+// CloseIdleConnections and Close. A provider's Transport embeds them
+// under an unexported alias of its own (type controls = provider.Controls),
+// so that they are its methods and no field shows; its doc comment says
+// which buckets and scopes they take.
+type Controls struct{ kit *Kit }
+
+// Recording is Controls with Record, for the providers whose users count
+// what a scope spent without tollgate.
+type Recording struct{ Controls }
+
 // Usage reads how much of each limit of bucket is spent in scope, as
 // tollgate.Transport.Usage does.
-func (k *Kit) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	tr, err := k.forScope(scope)
+func (c Controls) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
+	tr, err := c.kit.forScope(scope)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +122,8 @@ func (k *Kit) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, e
 
 // Record counts units of bucket spent in scope outside tollgate, as
 // tollgate.Transport.Record does.
-func (k *Kit) Record(ctx context.Context, scope, bucket string, units int64) error {
-	tr, err := k.forScope(scope)
+func (r Recording) Record(ctx context.Context, scope, bucket string, units int64) error {
+	tr, err := r.kit.forScope(scope)
 	if err != nil {
 		return err
 	}
@@ -117,8 +132,8 @@ func (k *Kit) Record(ctx context.Context, scope, bucket string, units int64) err
 
 // Pause stops bucket ("" for all) in scope for every process, for d, as
 // tollgate.Transport.Pause does.
-func (k *Kit) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	tr, err := k.forScope(scope)
+func (c Controls) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
+	tr, err := c.kit.forScope(scope)
 	if err != nil {
 		return err
 	}
@@ -126,12 +141,17 @@ func (k *Kit) Pause(ctx context.Context, scope, bucket string, d time.Duration) 
 }
 
 // CloseIdleConnections closes the idle connections of the Base the kit's
-// first Transport sends with, when it can.
-func (k *Kit) CloseIdleConnections() {
-	if len(k.built) > 0 {
-		k.built[0].CloseIdleConnections()
+// first Transport sends with, when it can; http.Client's
+// CloseIdleConnections calls it.
+func (c Controls) CloseIdleConnections() {
+	if len(c.kit.built) > 0 {
+		c.kit.built[0].CloseIdleConnections()
 	}
 }
+
+// Close releases every Transport the kit built, and the in-process Redis
+// if NewTransport started one for want of a Redis client.
+func (c Controls) Close() error { return c.kit.Close() }
 
 // Close releases every Transport the kit built, and the in-process Redis
 // if Start started one.

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,15 +74,27 @@ type Options struct {
 // body of each Messages request once, whole (up to Options.MaxBody),
 // before charging it. Build one with NewTransport; it is safe for
 // concurrent use. Close it when done.
+//
+// Beside RoundTrip, it has Usage, Record and Pause, as
+// tollgate.Transport has them, for a scope (see Scope) and a model class's
+// Requests, InputTokens or OutputTokens bucket ("" pauses every bucket of
+// the scope's class); CloseIdleConnections, which reaches Options.Base;
+// and Close, which also ends the Redis NewTransport ran in-process when it
+// was given none.
 type Transport struct {
-	classes *provider.Learning // by class; "" for the classes Options.Classes does not name
-	pool    tollgate.ScopeFunc // Options.Tollgate.Scope; nil: by credential
-	class   func(string) string
-	reads   func(string) bool // Options.CacheReads
-	routed  bool              // Options.Tollgate.Routes are set
-	maxBody int64
-	kit     *provider.Kit
+	controls                    // Usage, Record, Pause, CloseIdleConnections, Close: the kit's
+	classes  *provider.Learning // by class; "" for the classes Options.Classes does not name
+	pool     tollgate.ScopeFunc // Options.Tollgate.Scope; nil: by credential
+	class    func(string) string
+	reads    func(string) bool // Options.CacheReads
+	routed   bool              // Options.Tollgate.Routes are set
+	maxBody  int64
+	kit      *provider.Kit
 }
+
+// controls are the methods of the kit that a Transport shows its users:
+// embedded under this name, they are its own, and no field shows.
+type controls = provider.Recording
 
 // NewTransport returns a ready http.RoundTripper for Anthropic's Messages
 // API, from a Redis client shared by every process spending the same keys
@@ -125,6 +136,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.kit, err = provider.Start("anthropic", rdb, lopts...); err != nil {
 		return nil, err
 	}
+	t.controls = t.kit.Recording
 	if t.classes, err = provider.Learn(t.kit, cfg, "anthropic", className, classes, opts.buckets, Limits.unlearned); err != nil {
 		return nil, err
 	}
@@ -263,30 +275,3 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	done(resp)
 	return resp, err
 }
-
-// Usage reads how much of each limit of a bucket (Requests, InputTokens or
-// OutputTokens) is spent in a scope (see Scope), as
-// tollgate.Transport.Usage does.
-func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.kit.Usage(ctx, scope, bucket)
-}
-
-// Record counts the tokens or requests of a class's bucket that a scope
-// spent elsewhere, as tollgate.Transport.Record does.
-func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.kit.Record(ctx, scope, bucket, units)
-}
-
-// Pause holds every request of a scope's class to one bucket ("" for
-// every bucket) for d, in all processes, as tollgate.Transport.Pause does.
-func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.kit.Pause(ctx, scope, bucket, d)
-}
-
-// CloseIdleConnections lets http.Client.CloseIdleConnections reach
-// Options.Base.
-func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
-
-// Close stops the Transport's work, and the Redis it runs in-process when
-// NewTransport was given none.
-func (t *Transport) Close() error { return t.kit.Close() }

@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,7 +72,15 @@ type Options struct {
 // body of each request to a model once, whole (up to Options.MaxBody),
 // before charging it. Build one with NewTransport; it is safe for
 // concurrent use. Close it when done.
+//
+// Beside RoundTrip, it has Usage and Pause, as tollgate.Transport has
+// them, for a project (see Scope) and a model's RPM, RPD or TPM bucket
+// (Pause: "" for all three; a scope without a model pauses its free
+// requests); CloseIdleConnections, handed on to Options.Base; and Close,
+// which also ends the Redis NewTransport ran in-process for want of a
+// Redis client.
 type Transport struct {
+	controls                                // Usage, Pause, CloseIdleConnections, Close: the kit's
 	models   map[string]*tollgate.Transport // by model, as Options.Models names them
 	all      *tollgate.Transport            // Options.Limits; nil when zero
 	defaults map[string]*tollgate.Transport // FreeTier's, when Options.Limits is zero
@@ -84,6 +91,10 @@ type Transport struct {
 	maxBody  int64
 	kit      *provider.Kit
 }
+
+// controls are the methods of the kit that a Transport shows its users:
+// embedded under this name, they are its own, and no field shows.
+type controls = provider.Controls
 
 // NewTransport returns a ready http.RoundTripper for the Gemini API, from a
 // Redis client shared by every process spending the same projects (nil
@@ -110,6 +121,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.kit, err = provider.Start("gemini", rdb); err != nil {
 		return nil, err
 	}
+	t.controls = t.kit.Controls
 	t.kit.Pick(t.forScope)
 	build := func(l Limits) (*tollgate.Transport, error) {
 		cfg.Buckets = opts.buckets(l)
@@ -360,24 +372,3 @@ func (t *Transport) forScope(scope string) (*tollgate.Transport, error) {
 	}
 	return nil, fmt.Errorf("%w %q", ErrNoLimits, model)
 }
-
-// Usage reads how much of each limit of a bucket (RPM, RPD or TPM) is
-// spent in a scope (see Scope), as tollgate.Transport.Usage does.
-func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.kit.Usage(ctx, scope, bucket)
-}
-
-// Pause holds a project's model bucket ("" for all three) for d in every
-// process, as tollgate.Transport.Pause does; a scope without a model
-// pauses its free requests.
-func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.kit.Pause(ctx, scope, bucket, d)
-}
-
-// CloseIdleConnections hands http.Client.CloseIdleConnections on to
-// Options.Base.
-func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
-
-// Close ends the Transport and, when NewTransport ran one for want of a
-// Redis client, its in-process Redis.
-func (t *Transport) Close() error { return t.kit.Close() }

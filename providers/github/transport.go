@@ -2,7 +2,6 @@ package github
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,11 +59,24 @@ type Options struct {
 // Authorization header is a scope, named by its hash
 // (tollgate.HashCredential of the token); requests without one share
 // AnonymousScope. Close it when done.
+//
+// Beside RoundTrip, it has Usage, Record and Pause, as
+// tollgate.Transport has them, for a scope (a credential's hash or
+// AnonymousScope) and a bucket: Record adds what a credential spent on
+// GitHub without tollgate, Pause with "" stops every bucket.
+// CloseIdleConnections reaches Options.Base; Close releases the leases and
+// the slots of bodies still open, and the in-process Redis if NewTransport
+// started one.
 type Transport struct {
+	controls      // Usage, Record, Pause, CloseIdleConnections, Close: the kit's
 	authenticated *tollgate.Transport
 	anonymous     *tollgate.Transport
 	kit           *provider.Kit
 }
+
+// controls are the methods of the kit that a Transport shows its users:
+// embedded under this name, they are its own, and no field shows.
+type controls = provider.Recording
 
 // NewTransport returns a ready http.RoundTripper for GitHub's REST and
 // GraphQL APIs, from a Redis client shared by every process spending the
@@ -94,6 +106,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.kit, err = provider.Start("github", rdb); err != nil {
 		return nil, err
 	}
+	t.controls = t.kit.Recording
 	t.kit.Pick(t.transportOf)
 	upstream := Upstream(opts.Minute)
 	build := func(ct *costs.Table, buckets map[string]tollgate.Bucket, scope tollgate.ScopeFunc) (*tollgate.Transport, error) {
@@ -269,30 +282,3 @@ func (t *Transport) transportOf(scope string) (*tollgate.Transport, error) {
 	}
 	return t.authenticated, nil
 }
-
-// Usage reads how much of each limit of bucket is spent in scope (a
-// credential's hash, tollgate.HashCredential(token), or AnonymousScope),
-// as tollgate.Transport.Usage does.
-func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.kit.Usage(ctx, scope, bucket)
-}
-
-// Record adds points or requests that a credential spent on GitHub
-// without tollgate to its bucket, as tollgate.Transport.Record does.
-func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.kit.Record(ctx, scope, bucket, units)
-}
-
-// Pause stops bucket (every bucket, when "") in scope for d, for every
-// process, as tollgate.Transport.Pause does.
-func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.kit.Pause(ctx, scope, bucket, d)
-}
-
-// CloseIdleConnections closes the idle connections of Options.Base, when
-// it can.
-func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
-
-// Close releases the Transport (its leases, the slots of bodies still
-// open), and the in-process Redis if NewTransport started one.
-func (t *Transport) Close() error { return t.kit.Close() }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -63,12 +62,24 @@ type Options struct {
 // reads the body of each request that counts tokens once, whole (up to
 // Options.MaxBody), before charging it. Build one with NewTransport; it is
 // safe for concurrent use. Close it when done.
+//
+// Beside RoundTrip, it has Usage, Record and Pause, as
+// tollgate.Transport has them, for a scope (see Scope) and a model's
+// Requests or Tokens bucket (Pause: "" for all of them);
+// CloseIdleConnections, for Options.Base's idle connections; and Close,
+// which also releases the in-process Redis when nil was given to
+// NewTransport.
 type Transport struct {
-	models  *provider.Learning // by model; "" for the models Options.Models does not name
-	pool    tollgate.ScopeFunc // Options.Tollgate.Scope; nil: by credential
-	maxBody int64
-	kit     *provider.Kit
+	controls                    // Usage, Record, Pause, CloseIdleConnections, Close: the kit's
+	models   *provider.Learning // by model; "" for the models Options.Models does not name
+	pool     tollgate.ScopeFunc // Options.Tollgate.Scope; nil: by credential
+	maxBody  int64
+	kit      *provider.Kit
 }
+
+// controls are the methods of the kit that a Transport shows its users:
+// embedded under this name, they are its own, and no field shows.
+type controls = provider.Recording
 
 // NewTransport returns a ready http.RoundTripper for an OpenAI-compatible
 // API, from a Redis client shared by every process spending the same keys
@@ -98,6 +109,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.kit, err = provider.Start("openai", rdb); err != nil {
 		return nil, err
 	}
+	t.controls = t.kit.Recording
 	if t.models, err = provider.Learn(t.kit, cfg, "openai", modelName, models, opts.buckets, Limits.unlearned); err != nil {
 		return nil, err
 	}
@@ -232,29 +244,3 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
-
-// Usage reads how much of each limit of a bucket (Requests or Tokens) is
-// spent in a scope (see Scope), as tollgate.Transport.Usage does.
-func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.kit.Usage(ctx, scope, bucket)
-}
-
-// Record counts an OpenAI bucket's units that a scope spent outside
-// tollgate, as tollgate.Transport.Record does.
-func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.kit.Record(ctx, scope, bucket, units)
-}
-
-// Pause stops a model's bucket in a scope ("" for all of them) for d, in
-// every process, as tollgate.Transport.Pause does.
-func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.kit.Pause(ctx, scope, bucket, d)
-}
-
-// CloseIdleConnections closes Options.Base's idle connections, when it
-// can; http.Client.CloseIdleConnections calls it.
-func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
-
-// Close releases the Transport, and the in-process Redis when nil was
-// given to NewTransport.
-func (t *Transport) Close() error { return t.kit.Close() }

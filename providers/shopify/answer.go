@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/announce"
 	"github.com/tollgate/tollgate/costs"
+	"github.com/tollgate/tollgate/internal/told"
 )
 
 // Reading Shopify's answers.
@@ -44,13 +46,20 @@ import (
 // seconds of restoreRate when that is less, so that tollgate never admits
 // more than Shopify restores; the size in X-Shopify-Shop-Api-Call-Limit.
 // Each process learns from its own answers. And what an answer tells of
-// the bucket's level holds tollgate's count: when Shopify leaves less
-// room than tollgate counts (an app sharing the token without tollgate
-// spent it), the difference is recorded as spent, for every worker, and
-// restores as Shopify's does.
+// the bucket's level holds tollgate's count, as the quotas other upstreams
+// announce in headers do (Bucket.Follows): the reader tells it to the
+// Transport (internal/told), which records, for every worker, what Shopify
+// counts as spent beyond tollgate's count (an app sharing the token without
+// tollgate spent it), restored as Shopify's bucket restores; one round
+// trip, only when Shopify leaves less room than tollgate counted.
 
 // period is how long a Shopify bucket takes to restore its size.
 const period = 20 * time.Second
+
+// dialect names the quotas Shopify's answers tell (announce.Quota's
+// Dialect), which the Transport's buckets follow as "shopify/points" and
+// "shopify/requests".
+const dialect = "shopify"
 
 // maxAnswer bounds the part of a GraphQL answer read for its cost: an
 // answer longer than this is not reconciled (its cost still settles, as
@@ -146,12 +155,39 @@ func (r reader) RoundTrip(req *http.Request) (*http.Response, error) {
 				a.read(head)
 			}
 		}
+		a.tell(req.Context(), Points)
 		return resp, nil
 	}
 	if used, size, ok := callLimit(resp.Header.Get("X-Shopify-Shop-Api-Call-Limit")); ok {
 		a.size, a.used, a.learned = size, used, size
 	}
+	a.tell(req.Context(), Requests)
 	return resp, nil
+}
+
+// tell tells the Transport what the answer said of its bucket (named
+// bucket), when it said anything, as an announced quota in tollgate's
+// terms: the bucket as tollgate enforces it (learned units, restored every
+// period), of which Shopify leaves what it has available, the rest used
+// and all of it restored by the reset. Its size is not told as a limit:
+// the Transport of the scope's plan enforces it already (t.learn), and a
+// limit learned anew would decide every waiting request again. A bucket
+// with less than a unit left is told without what remains: an
+// announcement of none left pauses the bucket until its reset, where a
+// leaky bucket restores continuously (a THROTTLED answer pauses the points
+// for what the query needs).
+func (a *answer) tell(ctx context.Context, bucket string) {
+	if a.size <= 0 || a.learned <= 0 {
+		return
+	}
+	remaining := min(a.size-a.used, a.learned)
+	used := a.learned - remaining
+	q := announce.Quota{Dialect: dialect, Name: bucket, Limit: -1, Remaining: remaining, Used: used,
+		Reset: time.Now().Add(time.Duration(float64(period) * float64(used) / float64(a.learned))), Unit: bucket}
+	if remaining < 1 {
+		q.Remaining = -1
+	}
+	told.Tell(ctx, q)
 }
 
 // CloseIdleConnections closes the idle connections of base, when it can.

@@ -1,9 +1,12 @@
 package shopify
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/told"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -98,5 +101,53 @@ func TestIsGraphQL(t *testing.T) {
 		if got := isGraphQL(req); got != c.want {
 			t.Errorf("isGraphQL(%s %s) = %v, want %v", c.method, c.path, got, c.want)
 		}
+	}
+}
+
+// TestTellsTheBucket: what an answer said of its bucket reaches the
+// Transport as an announced quota in tollgate's terms (the bucket as
+// tollgate enforces it), without what remains when less than a unit does.
+func TestTellsTheBucket(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		body               string
+		remaining, used    int64
+		resetMin, resetMax time.Duration
+	}{
+		// 12 of 1,000 used, restored at 50 a second: in 240ms.
+		{"a query run", `{"extensions":{"cost":{"requestedQueryCost":52,"throttleStatus":{"maximumAvailable":1000,"currentlyAvailable":988,"restoreRate":50}}}}`,
+			988, 12, 200 * time.Millisecond, 300 * time.Millisecond},
+		// Enforced at 20 seconds of its rate, 200, which is all left.
+		{"a slow bucket", `{"extensions":{"cost":{"throttleStatus":{"maximumAvailable":1000,"currentlyAvailable":900,"restoreRate":10}}}}`,
+			200, 0, 0, 10 * time.Millisecond},
+		{"less than a point left", `{"extensions":{"cost":{"throttleStatus":{"maximumAvailable":1000,"currentlyAvailable":0.5,"restoreRate":50}}}}`,
+			-1, 1000, period - 100*time.Millisecond, period + 100*time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := &answer{}
+			a.read([]byte(c.body))
+			ctx := told.With(context.Background())
+			start := time.Now()
+			a.tell(ctx, Points)
+			qs := told.Of(ctx)
+			if len(qs) != 1 {
+				t.Fatalf("told %d quotas, want 1", len(qs))
+			}
+			q := qs[0]
+			// The size is the plan's Transport's, never told as a limit.
+			if q.Dialect != dialect || q.Name != Points || q.Limit != -1 || q.Remaining != c.remaining || q.Used != c.used {
+				t.Errorf("told %s/%s: %d remaining and %d used of %d; want %s/%s: %d and %d of -1",
+					q.Dialect, q.Name, q.Remaining, q.Used, q.Limit, dialect, Points, c.remaining, c.used)
+			}
+			if in := q.Reset.Sub(start); in < c.resetMin || in > c.resetMax {
+				t.Errorf("restored in %v, want between %v and %v", in, c.resetMin, c.resetMax)
+			}
+		})
+	}
+	// An answer that said nothing of its bucket tells nothing.
+	ctx := told.With(context.Background())
+	(&answer{}).tell(ctx, Requests)
+	if qs := told.Of(ctx); len(qs) != 0 {
+		t.Errorf("an answer without a bucket told %v", qs)
 	}
 }

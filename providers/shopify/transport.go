@@ -1,20 +1,19 @@
 package shopify
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
 	"github.com/tollgate/tollgate/internal/provider"
+	"github.com/tollgate/tollgate/internal/told"
 	"github.com/tollgate/tollgate/quota"
 )
 
@@ -88,19 +87,29 @@ type Options struct {
 // REST request one request, in the buckets of its shop and app, as
 // Shopify counts them (see the package documentation). Build one with
 // NewTransport; it is safe for concurrent use. Close it when done.
+//
+// Beside RoundTrip, it has Usage, Record and Pause, as
+// tollgate.Transport has them, for a shop's app (see Scope) and its Points
+// or Requests bucket ("" pauses both): Record counts what the app spent on
+// the shop without tollgate. CloseIdleConnections reaches Options.Base;
+// Close also releases the in-process Redis if NewTransport started one.
 type Transport struct {
-	kit     *provider.Kit
-	cfg     tollgate.Config // the Transports' configuration, but their buckets
-	reserve float64
-	assumed plan // before an answer tells a scope's buckets
-	shop    string
-	maxBody int64
+	controls // Usage, Record, Pause, CloseIdleConnections, Close: the kit's
+	kit      *provider.Kit
+	cfg      tollgate.Config // the Transports' configuration, but their buckets
+	reserve  float64
+	assumed  plan // before an answer tells a scope's buckets
+	shop     string
+	maxBody  int64
 
-	mu         sync.Mutex
-	plans      map[plan]*tollgate.Transport // by the bucket sizes they enforce
-	learned    map[string]plan              // by scope: the sizes its answers told
-	reconciled map[string]time.Time         // by scope and bucket: when last reconciled
+	mu      sync.Mutex
+	plans   map[plan]*tollgate.Transport // by the bucket sizes they enforce
+	learned map[string]plan              // by scope: the sizes its answers told
 }
+
+// controls are the methods of the kit that a Transport shows its users:
+// embedded under this name, they are its own, and no field shows.
+type controls = provider.Recording
 
 // plan is the sizes of a scope's buckets (a shop's plan): each restores
 // its size every period.
@@ -140,7 +149,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	cfg.Base, cfg.Costs, cfg.ReadResponse, cfg.Scope = reader{base: opts.Base}, ct, upstream, provider.ScopeOf
 	t := &Transport{cfg: cfg, reserve: owned.Sizes.Reserve(DefaultReservePercent), assumed: plan{opts.Points, opts.Requests},
 		shop: opts.Shop, maxBody: opts.MaxBody,
-		plans: make(map[plan]*tollgate.Transport), learned: make(map[string]plan), reconciled: make(map[string]time.Time)}
+		plans: make(map[plan]*tollgate.Transport), learned: make(map[string]plan)}
 	if t.assumed.points == 0 {
 		t.assumed.points = assumedPoints
 	}
@@ -153,6 +162,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if t.kit, err = provider.Start("shopify", rdb); err != nil {
 		return nil, err
 	}
+	t.controls = t.kit.Recording
 	t.kit.Pick(func(scope string) (*tollgate.Transport, error) { return t.transport(scope), nil })
 	if _, err := t.build(t.assumed); err != nil {
 		return nil, t.kit.Fail(err)
@@ -166,11 +176,13 @@ func (t *Transport) build(p plan) (*tollgate.Transport, error) {
 	if tr := t.plans[p]; tr != nil {
 		return tr, nil
 	}
-	bucket := func(size int64) tollgate.Bucket {
-		return tollgate.Bucket{ReservePercent: t.reserve, Limits: []quota.Limit{quota.TokenBucket(size, size, period)}}
+	// Each bucket follows what Shopify's answers tell of it (answer.go).
+	bucket := func(name string, size int64) tollgate.Bucket {
+		return tollgate.Bucket{ReservePercent: t.reserve, Follows: dialect + "/" + name,
+			Limits: []quota.Limit{quota.TokenBucket(size, size, period)}}
 	}
 	cfg := t.cfg
-	cfg.Buckets = map[string]tollgate.Bucket{Points: bucket(p.points), Requests: bucket(p.requests)}
+	cfg.Buckets = map[string]tollgate.Bucket{Points: bucket(Points, p.points), Requests: bucket(Requests, p.requests)}
 	tr, err := t.kit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -295,7 +307,7 @@ func (t *Transport) scopeOf(req *http.Request) string {
 // bucket meanwhile.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := &answer{}
-	ctx := withAnswer(req.Context(), a)
+	ctx := told.With(withAnswer(req.Context(), a))
 	out := req.WithContext(ctx)
 	if isGraphQL(req) {
 		body, err := provider.ReadBody(req, t.maxBody, errBody)
@@ -315,72 +327,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			bucket = Points
 		}
 		t.learn(scope, bucket, a.learned)
-		t.reconcile(ctx, scope, bucket, a.size, a.used)
 	}
 	return resp, err
 }
-
-// reconcile holds tollgate's count of a scope's bucket to what an answer
-// told: size units, used of them. When Shopify leaves less room than
-// tollgate counts, the difference is recorded as spent (and restores as
-// Shopify's bucket does). It reads tollgate's count (a round trip) only
-// when Shopify's bucket is less than 70% full, and at most once per
-// reconcileEvery per scope and bucket in this process.
-func (t *Transport) reconcile(ctx context.Context, scope, bucket string, size, used int64) {
-	if used*10 < size*3 {
-		return
-	}
-	now := time.Now()
-	key := scope + "\x00" + bucket
-	t.mu.Lock()
-	if now.Sub(t.reconciled[key]) < reconcileEvery {
-		t.mu.Unlock()
-		return
-	}
-	if len(t.reconciled) >= maxReconciled {
-		clear(t.reconciled)
-	}
-	t.reconciled[key] = now
-	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	u, err := t.kit.Usage(ctx, scope, bucket)
-	if err != nil || len(u) == 0 {
-		return
-	}
-	if extra := u[0].Remaining - (size - used); extra > 0 {
-		t.kit.Record(ctx, scope, bucket, extra)
-	}
-}
-
-// Bounds on the reconciliations of one process.
-const (
-	reconcileEvery = time.Second
-	maxReconciled  = 1 << 14
-)
-
-// Usage reads how much of a bucket (Points or Requests) a scope (see
-// Scope) has spent, as tollgate.Transport.Usage does.
-func (t *Transport) Usage(ctx context.Context, scope, bucket string) ([]quota.Usage, error) {
-	return t.kit.Usage(ctx, scope, bucket)
-}
-
-// Record counts points or requests an app spent on a shop without
-// tollgate, as tollgate.Transport.Record does.
-func (t *Transport) Record(ctx context.Context, scope, bucket string, units int64) error {
-	return t.kit.Record(ctx, scope, bucket, units)
-}
-
-// Pause holds a shop's app off a bucket ("" for both) for d in every
-// process, as tollgate.Transport.Pause does.
-func (t *Transport) Pause(ctx context.Context, scope, bucket string, d time.Duration) error {
-	return t.kit.Pause(ctx, scope, bucket, d)
-}
-
-// CloseIdleConnections closes Options.Base's idle connections, when it
-// can.
-func (t *Transport) CloseIdleConnections() { t.kit.CloseIdleConnections() }
-
-// Close releases the Transport, and the in-process Redis if NewTransport
-// started one.
-func (t *Transport) Close() error { return t.kit.Close() }

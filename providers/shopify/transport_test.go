@@ -272,6 +272,61 @@ func TestReconcilesWithShopify(t *testing.T) {
 	}
 }
 
+// TestReconcilesThroughTheAnnouncedQuotas: what Shopify's answers tell of
+// the points and requests reaches tollgate as its announced quotas do
+// (Trace.Reconciled), counting what another program spent on the same
+// shop and token, for every worker.
+func TestReconcilesThroughTheAnnouncedQuotas(t *testing.T) {
+	r := newRig(t, shopsim.Config{})
+	var mu sync.Mutex
+	outside := map[string]int64{} // by bucket: the most counted as spent elsewhere
+	tr, err := NewTransport(r.rdb, &Options{Shop: shop, Tollgate: tollgate.Config{
+		Policy: func(costs.Endpoint) tollgate.Policy { return tollgate.Policy{OnRefusal: tollgate.Refuse} },
+		Trace: tollgate.Trace{Reconciled: func(_ context.Context, rec tollgate.Reconciliation) {
+			if rec.Announced.Dialect != dialect || rec.Scope != Scope(shop, token) {
+				t.Errorf("a reconciliation of %s/%s in scope %q", rec.Announced.Dialect, rec.Announced.Name, rec.Scope)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			outside[rec.Bucket] = max(outside[rec.Bucket], rec.Outside)
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	// Another program spends 756 points and 20 requests without tollgate.
+	for range 3 {
+		r.graphQL(context.Background(), http.DefaultTransport, bigPage)
+	}
+	for range 20 {
+		r.rest(context.Background(), http.DefaultTransport)
+	}
+	if _, err := r.graphQL(context.Background(), tr, productsPage); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.rest(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Some of it restored before the answers were read: at most 50 points
+	// and 2 requests a second.
+	if outside[Points] < 600 || outside[Requests] < 15 {
+		t.Errorf("counted as spent elsewhere: %d points, %d requests; want some 750 and 20", outside[Points], outside[Requests])
+	}
+	// A second worker's count holds it too.
+	other := r.transport(t, tollgate.Policy{OnRefusal: tollgate.Refuse})
+	for _, c := range []struct {
+		bucket string
+		least  int64
+	}{{Points, 600}, {Requests, 15}} {
+		u, err := other.Usage(context.Background(), Scope(shop, token), c.bucket)
+		if err != nil || len(u) == 0 || u[0].Used < c.least {
+			t.Errorf("another worker counts %v (%v) of %s, want at least %d used", u, err, c.bucket, c.least)
+		}
+	}
+}
+
 func TestSettlesToTheActualCost(t *testing.T) {
 	r := newRig(t, shopsim.Config{Items: 2})
 	tr := r.transport(t, tollgate.Policy{OnRefusal: tollgate.Refuse})

@@ -33,6 +33,7 @@ const gatewayCallers = 50
 // gatewayRun is what one sub-benchmark of BenchmarkGateway measured.
 type gatewayRun struct {
 	cpu      float64 // this process's CPU µs per request
+	redisCPU float64 // Redis's main-thread CPU µs per request
 	p50, p99 time.Duration
 }
 
@@ -51,11 +52,14 @@ type gatewayRun struct {
 //
 // Each reports this process's CPU per request (cpu-µs/req: callers,
 // proxy and upstream together, all in this process; Redis's own CPU is
-// another process's) and the latency its callers saw at p50 and p99. The
+// another process's), Redis's main-thread CPU per request
+// (redis-cpu-µs/req, INFO cpu) and the latency its callers saw at p50 and
+// p99. The
 // gateway's run also reports its proxy CPU beyond the decision against
 // the bare proxy's (gateway-cpu/bare-cpu: (gateway - direct - decision) /
 // (bare - direct)), and the latency it adds to the bare proxy's
-// (added-p50-µs, added-p99-µs). Run it alone:
+// (added-p50-µs, added-p99-µs), and what its requests cost Redis against
+// a decision alone (gateway-redis/decision-redis). Run it alone:
 //
 //	go test -run '^$' -bench Gateway -benchtime 20000x
 func BenchmarkGateway(b *testing.B) {
@@ -112,9 +116,10 @@ func BenchmarkGateway(b *testing.B) {
 		{"gateway", send(gw + "/api")},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			r := gatewayLoad(b, mode.op)
+			r := gatewayLoad(b, rdb, mode.op)
 			runs[mode.name] = r
 			b.ReportMetric(r.cpu, "cpu-µs/req")
+			b.ReportMetric(r.redisCPU, "redis-cpu-µs/req")
 			b.ReportMetric(float64(r.p50.Microseconds()), "p50-µs")
 			b.ReportMetric(float64(r.p99.Microseconds()), "p99-µs")
 			if mode.name != "gateway" {
@@ -125,6 +130,9 @@ func BenchmarkGateway(b *testing.B) {
 			dec, okDec := runs["decision"]
 			if okD && okB && okDec && br.cpu > d.cpu {
 				b.ReportMetric((r.cpu-d.cpu-dec.cpu)/(br.cpu-d.cpu), "gateway-cpu/bare-cpu")
+			}
+			if okDec && dec.redisCPU > 0 {
+				b.ReportMetric(r.redisCPU/dec.redisCPU, "gateway-redis/decision-redis")
 			}
 			if okB {
 				b.ReportMetric(float64((r.p50 - br.p50).Microseconds()), "added-p50-µs")
@@ -179,8 +187,9 @@ func startGateway(b *testing.B, rdb redis.UniversalClient, target string) string
 }
 
 // gatewayLoad runs op b.N times from gatewayCallers goroutines, and
-// measures this process's CPU per op and the latency percentiles.
-func gatewayLoad(b *testing.B, op func(context.Context) error) gatewayRun {
+// measures this process's CPU and rdb's server's per op, and the latency
+// percentiles.
+func gatewayLoad(b *testing.B, rdb *redis.Client, op func(context.Context) error) gatewayRun {
 	ctx := context.Background()
 	// Warm the connections up, outside the measure.
 	var warm sync.WaitGroup
@@ -191,7 +200,7 @@ func gatewayLoad(b *testing.B, op func(context.Context) error) gatewayRun {
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var failed atomic.Value
-	cpu := processCPU()
+	cpu, redisCPU := processCPU(), redistest.MainThreadCPU(b, rdb)
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for range gatewayCallers {
@@ -212,15 +221,16 @@ func gatewayLoad(b *testing.B, op func(context.Context) error) gatewayRun {
 	}
 	wg.Wait()
 	b.StopTimer()
-	used := processCPU() - cpu
+	used, redisUsed := processCPU()-cpu, redistest.MainThreadCPU(b, rdb)-redisCPU
 	if err, ok := failed.Load().(error); ok {
 		b.Fatal(err)
 	}
 	slices.Sort(lat)
 	return gatewayRun{
-		cpu: float64(used.Microseconds()) / float64(b.N),
-		p50: lat[len(lat)/2],
-		p99: lat[min(len(lat)-1, len(lat)*99/100)],
+		cpu:      float64(used.Microseconds()) / float64(b.N),
+		redisCPU: redisUsed / float64(b.N),
+		p50:      lat[len(lat)/2],
+		p99:      lat[min(len(lat)-1, len(lat)*99/100)],
 	}
 }
 
