@@ -38,7 +38,9 @@ func (s *leasing) leasable(r *request) (units int64, term time.Duration, ok bool
 		return 0, 0, false
 	}
 	if s.limits.fair(r.endpoint.Charges[0].Bucket) {
-		return 0, 0, false // a lease would spend outside the pace and the shares
+		// A process's lease serves all its callers, while a share is one
+		// caller's (quota.Lease takes a lease from one tenant's part).
+		return 0, 0, false
 	}
 	units, term = s.choose(r.scope, r.endpoint.Charges[0].Bucket)
 	return units, term, units > 0 && term > 0

@@ -131,6 +131,11 @@ var suite = []struct {
 	{"SharesModel", testSharesModel},
 	{"PlainRunsLean", testPlainRunsLean},
 	{"SharesLend", testSharesLend},
+	{"BelowShareFirst", testBelowShareFirst},
+	{"TenantInArrivalOrder", testTenantInArrivalOrder},
+	{"BackgroundWaitsOnShares", testBackgroundWaitsOnShares},
+	{"LeaseFromShare", testLeaseFromShare},
+	{"LeaseWithinPace", testLeaseWithinPace},
 	{"MuldivExact", testMuldivExact},
 	{"PaceBesideTokenBucket", testPaceBesideTokenBucket},
 }

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -45,62 +44,18 @@ func (l *Limiter) background(ctx context.Context, scope string, maxWait int64, c
 		r, err := l.reservation(scope, charges, seq, append(list[:5:5], list[6:]...))
 		return r, place, err
 	}
+	if maxWait == 0 {
+		r, _, err := run(ctx, 0)
+		return r, err
+	}
 	leave := func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		_, _ = l.write(cctx, backgroundScript, keys, append([]any{args[0], "leave"}, args[2:]...)...).Result()
 	}
-	if maxWait == 0 {
-		r, _, err := run(ctx, 0)
-		return r, err
-	}
-	deadline := time.Time{}
-	if maxWait < unbounded {
-		deadline = time.Now().Add(time.Duration(maxWait) * time.Microsecond)
-	}
-	bell := l.watchers.watch(l, room[0], l.entryID(seq))
-	defer l.watchers.unwatch(room[0], l.entryID(seq))
-	for {
-		r, place, err := run(ctx, SlotTTL.Microseconds())
-		if err != nil || r.ok {
-			if err != nil {
-				leave()
-			}
-			return r, err
-		}
-		// First in the room: sleep until the call would fit; behind
-		// others: until the one before is admitted. Either way look again
-		// within SlotRenewal, which keeps the place in the room.
-		nap := SlotRenewal
-		if place == 0 {
-			nap = min(nap, max(time.Duration(r.at-r.now)*time.Microsecond, time.Millisecond))
-			if !deadline.IsZero() && time.Now().Add(time.Duration(r.at-r.now)*time.Microsecond).After(deadline) {
-				leave()
-				return r, nil // refused: its instant lies beyond maxWait
-			}
-		}
-		timer := time.NewTimer(nap)
-		var expired <-chan time.Time
-		if !deadline.IsZero() {
-			expired = time.After(time.Until(deadline))
-		}
-		select {
-		case <-bell:
-		case <-timer.C:
-		case <-expired:
-			timer.Stop()
-			leave()
-			return r, nil
-		case <-ctx.Done():
-			timer.Stop()
-			leave()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) && callerDeadline(ctx) {
-				return r, nil
-			}
-			return nil, ctx.Err()
-		}
-		timer.Stop()
-	}
+	return l.takeTurn(ctx, room[0], l.entryID(seq), maxWait, func(ctx context.Context) (*Reservation, int64, error) {
+		return run(ctx, SlotTTL.Microseconds())
+	}, leave)
 }
 
 // callerDeadline reports whether ctx ended at its deadline.

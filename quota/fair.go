@@ -40,6 +40,13 @@ type Pace struct {
 // keep back while idle ((1-Lendable) of their unspent share). A tenant
 // not listed has no share before its first request. Sliding windows and
 // token buckets are decided as without it.
+//
+// Among waiters, a tenant below its share goes before one at or above
+// it, and a tenant's calls go in arrival order: a waiting call below its
+// share takes a hold; one at or above it (or of a tenant with a call
+// waiting there already) waits its turn in the bucket's room instead,
+// in arrival order across processes, and is admitted now once it is
+// first there, fits now and no hold waits (Limiter.Reserve).
 type Shares struct {
 	// Weights maps a tenant to its weight, e.g. {"eu": 2, "us": 1};
 	// tenants not listed weigh 1.
@@ -95,6 +102,67 @@ func (s *Shares) idle() time.Duration {
 	return s.Idle
 }
 
+// validateFair checks a demand's pace and shares.
+func (c Demand) validateFair() error {
+	if err := c.Pace.validate(c.Bucket); err != nil {
+		return err
+	}
+	if err := c.Shares.validate(c.Bucket); err != nil {
+		return err
+	}
+	if c.Shares != nil && c.Tenant == "" {
+		return invalid(fmt.Sprintf("charge for bucket %q", c.Bucket), "shares need a tenant")
+	}
+	return nil
+}
+
+// fairLease returns the script that takes or ends a lease on a bucket
+// with a pace or shares (fairlease.lua, wrapping lease.lua), and appends
+// to lease.lua's keys and args what it needs: the tenants key per window,
+// the tenant, the shares, and per window the pace's burst and whether it
+// keeps shares. Other leases keep leaseScript.
+func (l *Limiter) fairLease(c Demand, keys []string, args []any) (*redis.Script, []string, []any) {
+	if c.Pace == nil && c.Shares == nil {
+		return leaseScript, keys, args
+	}
+	for i := range c.Limits {
+		keys = append(keys, tenantsKey(keys[i]))
+	}
+	fa := []any{c.Tenant}
+	if c.Shares != nil {
+		fa = c.Shares.args(fa)
+	} else {
+		fa = append(fa, 0, 0, 0)
+	}
+	for _, lim := range c.Limits {
+		burst, shares := "", 0
+		if c.Pace != nil {
+			burst = strconv.FormatInt(c.Pace.burstUnits(lim.Units), 10)
+		}
+		if c.Shares != nil {
+			shares = 1
+		}
+		fa = append(fa, burst, shares)
+	}
+	return fairLeaseScript, keys, append(append(args, fa...), len(fa))
+}
+
+// args appends the shares as the fair scripts read them: Idle (µs),
+// Lendable, how many tenants are listed, then each one's name and weight,
+// by name.
+func (s *Shares) args(args []any) []any {
+	names := make([]string, 0, len(s.Weights))
+	for name := range s.Weights {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	args = append(args, s.idle().Microseconds(), strconv.FormatFloat(s.Lendable, 'g', -1, 64), len(names))
+	for _, name := range names {
+		args = append(args, name, strconv.FormatFloat(s.Weights[name], 'g', -1, 64))
+	}
+	return args
+}
+
 // burstUnits is B of a paced limit of units.
 func (p *Pace) burstUnits(units int64) int64 {
 	return int64(math.Floor(p.Burst * float64(units)))
@@ -138,7 +206,33 @@ func tenantsKey(meta string) string {
 	return strings.TrimSuffix(meta, ":meta") + ":tenants"
 }
 
+// fairRoomKeys are the keys of the waiting room of a bucket with shares
+// or a pace (fairroom.lua): queue, alive, counter, who.
+func (l *Limiter) fairRoomKeys(scope, bucket string) []string {
+	base := l.scopeKey(scope) + keyPart(bucket) + ":fair"
+	return []string{base, base + ":alive", base + ":n", base + ":who"}
+}
+
+// fairBucket returns the bucket whose room a decision on charges with a
+// pace or shares waits in: the first with shares, else the first paced.
+func fairBucket(charges []Demand) string {
+	for _, c := range charges {
+		if c.Shares != nil {
+			return c.Bucket
+		}
+	}
+	for _, c := range charges {
+		if c.Pace != nil {
+			return c.Bucket
+		}
+	}
+	return charges[0].Bucket
+}
+
 // fairReserve decides charges with a pace or shares (fairreserve.lua).
+// A call that may not hold (a tenant at or above its share, a background
+// call) waits its turn in the bucket's room up to maxWait, as a
+// background call waits in the scope's (takeTurn).
 func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, charges []Demand) (*Reservation, error) {
 	if err := checkTenants(charges); err != nil {
 		return nil, err
@@ -154,6 +248,8 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 	for i := range n {
 		keys = append(keys, tenantsKey(keys[i]))
 	}
+	room := l.fairRoomKeys(scope, fairBucket(charges))
+	keys = append(keys, room...)
 	var specs []*Shares
 	for _, c := range charges {
 		k := 0
@@ -173,17 +269,82 @@ func (l *Limiter) fairReserve(ctx context.Context, scope string, maxWait int64, 
 	}
 	args = append(args, tenantOf(charges), len(specs))
 	for _, s := range specs {
-		names := make([]string, 0, len(s.Weights))
-		for name := range s.Weights {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		args = append(args, s.idle().Microseconds(), strconv.FormatFloat(s.Lendable, 'g', -1, 64), len(names))
-		for _, name := range names {
-			args = append(args, name, strconv.FormatFloat(s.Weights[name], 'g', -1, 64))
-		}
+		args = s.args(args)
 	}
-	return l.decide(ctx, fairScript, scope, charges, seq, keys, args)
+	// The room's: how long a place lasts ('' for a call that never waits
+	// there, '0' to decide once), the waiter (fairroom.lua's name), its
+	// class.
+	wait, class, mark := "", "", ":i"
+	if priorityOf(ctx) == Background {
+		wait, class, mark = "0", "background", ":b"
+	} else if len(specs) > 0 {
+		wait = "0"
+	}
+	if wait != "" && maxWait != 0 {
+		wait = strconv.FormatInt(SlotTTL.Microseconds(), 10)
+	}
+	id := l.entryID(seq) + mark + tenantOf(charges)
+	args = append(args, wait, id, class)
+
+	leave := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		out := slices.Clone(args)
+		out[len(out)-3] = "leave"
+		_, _ = l.write(cctx, fairScript, keys, out...).Result()
+	}
+	reply, late, err := l.runScript(ctx, fairScript, keys, args)
+	if late != nil {
+		// The caller gave up while the decision was on its way: give back
+		// what it admits, or the place it took in the room, which would
+		// keep the others waiting until it expires.
+		go func() {
+			<-late.done
+			r, place, err := l.fairReservation(scope, charges, seq, late.reply)
+			switch {
+			case err != nil:
+			case r.ok:
+				_ = r.Cancel(context.Background())
+			case place >= 0:
+				leave()
+			}
+		}()
+	}
+	if err != nil {
+		return nil, redisError(ctx, "reserve", err)
+	}
+	r, place, err := l.fairReservation(scope, charges, seq, reply)
+	if err != nil || place < 0 {
+		return r, err
+	}
+	// In the room: wait for the turn there.
+	run := func(ctx context.Context) (*Reservation, int64, error) {
+		_, args[0] = l.clockArg()
+		reply, err := l.write(ctx, fairScript, keys, args...).Result()
+		if err != nil {
+			return nil, 0, redisError(ctx, "reserve", err)
+		}
+		return l.fairReservation(scope, charges, seq, reply)
+	}
+	return l.takeTurn(ctx, room[0], id, maxWait, run, leave)
+}
+
+// fairReservation reads fairreserve.lua's reply: reserve.lua's list, then
+// the place in the room (-1: not in it).
+func (l *Limiter) fairReservation(scope string, charges []Demand, seq uint64, reply any) (*Reservation, int64, error) {
+	list, _ := reply.([]any)
+	if len(list) < 6 {
+		return nil, 0, &RedisError{Op: "reserve", Err: errReply(reply)}
+	}
+	place, ok := list[len(list)-1].(int64)
+	if !ok {
+		return nil, 0, &RedisError{Op: "reserve", Err: errReply(reply)}
+	}
+	r, err := l.reservation(scope, charges, seq, list[:len(list)-1])
+	if err == nil && r.ok && r.at > r.now {
+		r.decided = time.Now() // a hold: Wait sleeps from here
+	}
+	return r, place, err
 }
 
 // fairUndo returns the script that cancels (settle false) or settles a

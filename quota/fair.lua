@@ -3,7 +3,7 @@
 -- earliest instant both allow (Demand.Pace, Demand.Shares).
 --
 -- Provides: muldiv(), counted_in(), tenants_parse(), tenants_format(),
--- tenants_read(), tenants_write(), tenant_add(), fair_fit().
+-- tenants_read(), tenants_write(), tenant_add(), fair_fit(), below().
 -- Needs: log.lua.
 --
 -- Both apply to calendar days and fixed windows whose end is known (a
@@ -201,6 +201,18 @@ local function others(L, s, tenant, now)
   return o
 end
 
+-- What the others of tenant keep of L's window starting at s when it
+-- may hold A, and the tenant's own unspent share (below 0 when beyond).
+local function kept_at(L, s, A, tenant, now)
+  local o = others(L, s, tenant, now)
+  local per, kept = A / o.W, 0
+  for k = 1, #o.w do
+    local u = per * o.w[k] - o.spent[k]
+    if u > 0 then kept = kept + o.keep[k] * u end
+  end
+  return kept, per * o.mine - o.spentMine
+end
+
 -- Whether tenant's call of need units fits L's window [s, e) at t, with
 -- counted units in it. Sums of shares are doubles, each within an ulp of
 -- its true value: the share rule tolerates A/2^40 (a billionth of a unit
@@ -210,13 +222,7 @@ local function fair_ok(L, s, e, t, counted, need, tenant, now)
   local A = allowance(L, s, e, t)
   if counted + need > A then return false end
   if not L.shares then return true end
-  local o = others(L, s, tenant, now)
-  local per, kept = A / o.W, 0
-  for k = 1, #o.w do
-    local u = per * o.w[k] - o.spent[k]
-    if u > 0 then kept = kept + o.keep[k] * u end
-  end
-  local mine = per * o.mine - o.spentMine
+  local kept, mine = kept_at(L, s, A, tenant, now)
   if mine < need then mine = need end
   return counted + kept + mine <= A + A / 1099511627776
 end
@@ -254,6 +260,17 @@ local function fair_fit(L, t, tenant, now)
     t = e
   end
   return nil
+end
+
+-- Whether tenant has spent less than its share at now of L's window
+-- holding now: it then goes before the tenants at or above theirs (see
+-- fairroom.lua). A window beyond the calendar sent counts as below (the
+-- decision refuses it anyway).
+local function below(L, tenant, now)
+  local s, e = day(L, now)
+  if not s then return true end
+  local o = others(L, s, tenant, now)
+  return o.spentMine < allowance(L, s, e, now) * o.mine / o.W
 end
 
 -- Add delta units (negative to give back) to what tenant name spent in

@@ -37,6 +37,9 @@ const format = 3
 //	<prefix>{S}:B:slots:alive      the same ids by the instant (µs) their wait expires
 //	<prefix>{S}:B:slots:n          the last ticket drawn
 //	<prefix>{S}:background[:alive|:n]  the scope's background room, likewise
+//	<prefix>{S}:B:fair[:alive|:n]  the room of B's calls that may not hold (a bucket with shares or a
+//	                       pace; fairroom.lua), likewise; waiter ids "<id>:<i|b><tenant>"
+//	<prefix>{S}:B:fair:who the tenants with interactive calls in that room, by how many
 //	<prefix>{S}:B:about    B's description for operators' tools: JSON, versioned (describe.go)
 //	<prefix>{S}:[B:]pause:why  "<until µs>:<reason>", the reason of the pause ending at until
 //	<prefix>{S}:[B:]pause-up   "<until µs>": the pause ending at until was set for an upstream's answer

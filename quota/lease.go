@@ -59,6 +59,9 @@ func (l *Limiter) Lease(ctx context.Context, scope string, c Demand, d time.Dura
 	if len(c.Limits) == 0 {
 		return nil, invalid("lease for bucket "+strconv.Quote(c.Bucket), "no limits")
 	}
+	if err := c.validateFair(); err != nil {
+		return nil, err
+	}
 	for j, lim := range c.Limits {
 		if err := lim.Validate(); err != nil {
 			return nil, err
@@ -108,7 +111,8 @@ func (l *Limiter) runLease(ctx context.Context, ls *Lease, op string, units int6
 	}
 	keys = append(keys, w.pause, w.scopePause)
 	keys = append(keys, logs...)
-	v, err := l.write(ctx, leaseScript, keys, args...).Int64Slice()
+	script, keys, args := l.fairLease(c, keys, args) // from the tenant's part, with a pace or shares
+	v, err := l.write(ctx, script, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, redisError(ctx, "lease", err)
 	}

@@ -235,14 +235,8 @@ func (c Demand) validate() error {
 	if len(c.Limits) == 0 {
 		return invalid(fmt.Sprintf("charge for bucket %q", c.Bucket), "no limits")
 	}
-	if err := c.Pace.validate(c.Bucket); err != nil {
+	if err := c.validateFair(); err != nil {
 		return err
-	}
-	if err := c.Shares.validate(c.Bucket); err != nil {
-		return err
-	}
-	if c.Shares != nil && c.Tenant == "" {
-		return invalid(fmt.Sprintf("charge for bucket %q", c.Bucket), "shares need a tenant")
 	}
 	for _, l := range c.Limits {
 		if err := l.Validate(); err != nil {

@@ -213,7 +213,10 @@ func (l *Limiter) Allow(ctx context.Context, scope string, demands ...Demand) (*
 // A Background call (see WithPriority) never takes a hold, so that an
 // interactive call arriving later can still be admitted first: Reserve
 // waits its turn in the scope's background room, up to maxWait, and
-// returns it admitted now, or refused.
+// returns it admitted now, or refused. On a bucket with Shares, a call of
+// a tenant at or above its share never holds either, so that a tenant
+// below its share goes first: it waits its turn in the bucket's room
+// likewise (see Shares), as does a Background call there.
 func (l *Limiter) Reserve(ctx context.Context, scope string, maxWait time.Duration, demands ...Demand) (*Reservation, error) {
 	wait := unbounded
 	if maxWait >= 0 {
@@ -305,9 +308,6 @@ func (l *Limiter) checkCharges(scope string, charges []Demand) (int, error) {
 // its scope's background room instead.
 func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, charges []Demand) (*Reservation, error) {
 	if isFair(charges) {
-		if priorityOf(ctx) == Background {
-			maxWait = 0 // a background call never holds
-		}
 		return l.fairReserve(ctx, scope, maxWait, charges)
 	}
 	if priorityOf(ctx) == Background {

@@ -24,13 +24,14 @@ local function room(queue, alive, counter)
   return setmetatable({queue = queue, alive = alive, counter = counter}, Room)
 end
 
--- Drop the waiters whose wait expired at or before now.
+-- Drop the waiters whose wait expired at or before now; returns their ids.
 function Room:reap(now)
   local gone = redis.call('ZRANGEBYSCORE', self.alive, '-inf', string.format('%d', now))
   if #gone > 0 then
     redis.call('ZREM', self.queue, unpack(gone))
     redis.call('ZREMRANGEBYSCORE', self.alive, '-inf', string.format('%d', now))
   end
+  return gone
 end
 
 -- Put id in the room (keeping its place if it is there) until now + ttl.

@@ -84,6 +84,10 @@ var (
 	// Calls on buckets with neither never run them.
 	//go:embed fair.lua
 	fairPart string
+	//go:embed fairlease.lua
+	fairLeasePart string // a lease taken from the tenant's part
+	//go:embed fairroom.lua
+	fairRoomPart string // the room of the calls that may not hold
 	//go:embed fairread.lua
 	fairReadPart string
 	//go:embed fairreserve.lua
@@ -182,13 +186,21 @@ var (
 		"local function usage()\n" + usagePart + "\nend\n" + seriesPart)
 	// fairScript decides a call on buckets with a pace or shares: the
 	// general decision, the pace lines and the shares, in one step.
-	fairScript = newScript(binaryPart + nowPart + fairReadPart + readPausesPart + logParts + decidePart + fairPart + fairReservePart)
+	// The room's code is wrapped as the function rooms_of(), which
+	// returns fair_room: made only by the calls that use the room (a
+	// definition is a closure made at every call).
+	fairScript = newScript(binaryPart + nowPart + fairReadPart + readPausesPart + logParts + decidePart + fairPart +
+		"local function rooms_of()\n" + roomPart + fairRoomPart + "\nreturn fair_room\nend\n" + fairReservePart)
 	// fairCancelScript and fairSettleScript are cancelScript and
 	// settleScript charging their change to the reservation's tenant.
 	fairCancelScript = newScript(clockPart + binaryPart + logParts + fairPart +
 		"local function body()\n" + cancelPart + "\nend\n" + fairUndoPart)
 	fairSettleScript = newScript(clockPart + binaryPart + logParts + fairPart +
 		"local function body()\n" + settlePart + "\nend\n" + fairUndoPart)
+	// fairLeaseScript is leaseScript on buckets with a pace or shares:
+	// a lease taken from, and charged to, its tenant's part.
+	fairLeaseScript = newScript(clockPart + binaryPart + logParts + fairPart +
+		"local function body()\n" + leasePart + "\nend\n" + fairLeasePart)
 	// bucketUsageScript reads one token bucket's level.
 	bucketUsageScript = newScript(clockPart + binaryPart + bucketPart + bucketUsagePart)
 )

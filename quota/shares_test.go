@@ -42,35 +42,10 @@ func (m *sharesModel) margin(tenant string, need, t, now int64) *big.Rat {
 	if counted+need > a {
 		return new(big.Rat).SetInt64(a - counted - need)
 	}
-	idle := m.shares.idle().Microseconds()
-	active := func(name string) bool {
-		seen, ok := m.seen[name]
-		return name == tenant || ok && seen > now-idle
-	}
-	weight := func(name string) float64 {
-		if w, ok := m.shares.Weights[name]; ok {
-			return w
-		}
-		return 1
-	}
-	var names []string
-	for name := range m.shares.Weights {
-		names = append(names, name)
-	}
-	for name := range m.seen {
-		if _, ok := m.shares.Weights[name]; !ok && active(name) {
-			names = append(names, name)
-		}
-	}
-	if _, ok := m.shares.Weights[tenant]; !ok && !slices.Contains(names, tenant) {
-		names = append(names, tenant)
-	}
-	W := new(big.Rat)
-	for _, name := range names {
-		W.Add(W, new(big.Rat).SetFloat64(weight(name)))
-	}
+	names, W := m.tenants(tenant, now)
+	active := func(name string) bool { return m.active(tenant, name, now) }
 	unspent := func(name string) *big.Rat {
-		u := new(big.Rat).Mul(A, new(big.Rat).SetFloat64(weight(name)))
+		u := new(big.Rat).Mul(A, new(big.Rat).SetFloat64(m.weight(name)))
 		u.Quo(u, W)
 		u.Sub(u, new(big.Rat).SetInt64(m.spent[s][name]))
 		if u.Sign() < 0 {
@@ -95,6 +70,58 @@ func (m *sharesModel) margin(tenant string, need, t, now int64) *big.Rat {
 	}
 	lhs.Add(lhs, mine)
 	return new(big.Rat).Sub(A, lhs)
+}
+
+// weight returns a tenant's weight.
+func (m *sharesModel) weight(name string) float64 {
+	if w, ok := m.shares.Weights[name]; ok {
+		return w
+	}
+	return 1
+}
+
+// active reports whether name is active at now when tenant asks.
+func (m *sharesModel) active(tenant, name string, now int64) bool {
+	seen, ok := m.seen[name]
+	return name == tenant || ok && seen > now-m.shares.idle().Microseconds()
+}
+
+// tenants returns the tenants that share a window when tenant asks at
+// now (the listed ones and the active others), and W, their weights' sum.
+func (m *sharesModel) tenants(tenant string, now int64) ([]string, *big.Rat) {
+	var names []string
+	for name := range m.shares.Weights {
+		names = append(names, name)
+	}
+	for name := range m.seen {
+		if _, ok := m.shares.Weights[name]; !ok && m.active(tenant, name, now) {
+			names = append(names, name)
+		}
+	}
+	if _, ok := m.shares.Weights[tenant]; !ok && !slices.Contains(names, tenant) {
+		names = append(names, tenant)
+	}
+	W := new(big.Rat)
+	for _, name := range names {
+		W.Add(W, new(big.Rat).SetFloat64(m.weight(name)))
+	}
+	return names, W
+}
+
+// below reports whether tenant has spent less than its share at now of
+// the window holding now (it may then hold; else it waits in the room),
+// and whether the answer is too close to call for doubles.
+func (m *sharesModel) below(tenant string, now int64) (ok, close bool) {
+	s, e := m.pace.bounds(now)
+	a := m.pace.units
+	if m.paced {
+		a = m.pace.allowance(s, e, now)
+	}
+	_, W := m.tenants(tenant, now)
+	share := new(big.Rat).Mul(new(big.Rat).SetInt64(a), new(big.Rat).SetFloat64(m.weight(tenant)))
+	share.Quo(share, W)
+	d, _ := new(big.Rat).Sub(share, new(big.Rat).SetInt64(m.spent[s][tenant])).Float64()
+	return d > 0, d > -1e-6 && d < 1e-6
 }
 
 // fits reports whether the call fits at t, and whether the answer is too
@@ -219,12 +246,26 @@ func testSharesModel(t *testing.T, b *backend) {
 					}
 					want, close := m.at(tenant, units, now)
 					ok := want >= 0 && want-now <= wait.Microseconds()
+					// A tenant at or above its share never holds: it is
+					// admitted now, or waits its turn in the room, which
+					// this test (one goroutine, its clock standing still)
+					// leaves once the context ends.
+					below, near := m.below(tenant, now)
+					close = close || near
+					rctx, cancel := ctx, context.CancelFunc(func() {})
+					if !below && wait > 0 {
+						ok = want == now
+						if !ok {
+							rctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
+						}
+					}
 					// The guarantee, stated on its own: below its share, a
 					// call that fits in its unspent share is admitted.
 					sd, _ := bounds(now)
 					guaranteed := !m.paced && tc.shares.Lendable == 0 && len(tc.others) == 0 &&
 						float64(m.spent[sd][tenant]+units) <= 1000*tc.shares.Weights[tenant]/8
-					r, err := l.Reserve(ctx, s, wait, c)
+					r, err := l.Reserve(rctx, s, wait, c)
+					cancel()
 					if err != nil {
 						t.Fatal(err)
 					}
