@@ -82,7 +82,7 @@ func BenchmarkCappedPaired(b *testing.B) {
 		}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			pairedWithRedisRate(b, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+			pairedWithRedisRate(b, false, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
 				return func(ctx context.Context, s string) error { return v.op(ctx, lim, s) }
 			})
 		})
@@ -112,7 +112,7 @@ func BenchmarkCappedTransportPaired(b *testing.B) {
 	}
 	for _, path := range []string{"/plain", "/capped", "/capped-settled"} {
 		b.Run(path[1:], func(b *testing.B) {
-			pairedWithRedisRate(b, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+			pairedWithRedisRate(b, false, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
 				tr := transport(b, tollgate.Config{
 					Base: answering(`{"usage":{"units":17}}`), Limiter: lim, Costs: table,
 					Buckets: map[string]tollgate.Bucket{
@@ -150,11 +150,12 @@ func (a answering) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // pairedWithRedisRate runs a tollgate request in scope s (what request
-// makes of a limiter with one round trip per call) and a redis_rate
+// makes of a limiter with one round trip per call, or with the shared
+// pipelines tollgate ships with when pipelined) and a redis_rate
 // decision in turn, from callers goroutines, each on a redis-server of its own, over
 // 10,000 scopes warmed first, and reports each server's main-thread CPU
 // per request and their ratio.
-func pairedWithRedisRate(b *testing.B, request func(lim *quota.Limiter) func(ctx context.Context, s string) error) {
+func pairedWithRedisRate(b *testing.B, pipelined bool, request func(lim *quota.Limiter) func(ctx context.Context, s string) error) {
 	const n = 10_000
 	scopes := make([]string, n)
 	for i := range scopes {
@@ -162,7 +163,11 @@ func pairedWithRedisRate(b *testing.B, request func(lim *quota.Limiter) func(ctx
 	}
 	limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000, Period: time.Minute}
 	tg, rr := server(b), server(b)
-	send := request(limiter(b, tg, quota.WithPipelines(0)))
+	opts := []quota.Option{quota.WithPipelines(0)}
+	if pipelined {
+		opts = nil
+	}
+	send := request(limiter(b, tg, opts...))
 	peer := redis_rate.NewLimiter(rr)
 	var next atomic.Int64
 	pair := func(ctx context.Context, _ int) error {

@@ -17,7 +17,10 @@ import (
 // window, 100 estimated, 17 settled); llm (a model's requests, input and
 // output tokens as token buckets in one charge, then the two token counts
 // settled in one call, Reservation.SettleAll); llm/one-by-one (the same,
-// settled with one Settle per bucket).
+// settled with one Settle per bucket). Each case runs again under
+// "pipelined", with the shared pipelines tollgate ships with (decisions
+// and settlements of callers at the same moment share a write and a
+// read), against the same redis_rate decisions.
 func BenchmarkSettledPaired(b *testing.B) {
 	bucket := quota.TokenBucket(1_000_000, 1_000_000, time.Minute) // never reached
 	llm := []quota.Demand{
@@ -42,16 +45,22 @@ func BenchmarkSettledPaired(b *testing.B) {
 			return r.Settle(ctx, "output", 200)
 		}},
 	} {
-		b.Run(v.name, func(b *testing.B) {
-			pairedWithRedisRate(b, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
-				return func(ctx context.Context, s string) error {
-					r, err := lim.Allow(ctx, s, v.charges...)
-					if err != nil || !r.OK() {
-						return refusedOr(err)
+		for _, pipelined := range []bool{false, true} {
+			name := v.name
+			if pipelined {
+				name = "pipelined/" + name
+			}
+			b.Run(name, func(b *testing.B) {
+				pairedWithRedisRate(b, pipelined, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+					return func(ctx context.Context, s string) error {
+						r, err := lim.Allow(ctx, s, v.charges...)
+						if err != nil || !r.OK() {
+							return refusedOr(err)
+						}
+						return v.settle(ctx, r)
 					}
-					return v.settle(ctx, r)
-				}
+				})
 			})
-		})
+		}
 	}
 }
