@@ -395,7 +395,8 @@ func hasShares(charges []Demand) bool {
 }
 
 // tenants reads the tenants of a window with shares (ops.Tenants): what
-// each spent in the window holding now, and in later ones.
+// each spent in the window holding now, and in later ones, and how many
+// of its calls wait in the bucket's room, in one script (tenants.lua).
 func (l *Limiter) tenants(ctx context.Context, scope, bucket string, limit Limit, now time.Time) ([]access.Tenant, error) {
 	if err := l.check(scope); err != nil {
 		return nil, err
@@ -405,12 +406,17 @@ func (l *Limiter) tenants(ctx context.Context, scope, bucket string, limit Limit
 	}
 	w := l.window(scope, bucket, limit)
 	key := tenantsKey(w.meta)
-	v, err := l.client.Get(ctx, key).Result()
-	if err == redis.Nil {
-		return nil, nil
-	}
+	_, clockArg := l.clockArg()
+	reply, err := tenantsScript.Run(ctx, l.client, []string{key, l.fairRoomKeys(scope, bucket)[1]}, clockArg).Slice()
 	if err != nil {
 		return nil, redisError(ctx, "tenants", err)
+	}
+	v, found, waiters, ok := tenantsReply(reply)
+	if !ok {
+		return nil, &RedisError{Op: "tenants", Err: errReply(reply)}
+	}
+	if !found {
+		return nil, nil // no shares, or no tenant left in the window
 	}
 	start := windowStart(limit, now).UnixMicro()
 	ts, err := parseTenants(v)
@@ -418,6 +424,7 @@ func (l *Limiter) tenants(ctx context.Context, scope, bucket string, limit Limit
 		return nil, &formatError{msg: key + " holds " + err.Error() + " of a Redis format this tollgate cannot read"}
 	}
 	out := make([]access.Tenant, 0, len(ts))
+	at := make(map[string]int, len(ts))
 	for _, t := range ts {
 		a := access.Tenant{Name: t.name, Seen: time.UnixMicro(t.seen)}
 		for _, sp := range t.spent {
@@ -428,10 +435,46 @@ func (l *Limiter) tenants(ctx context.Context, scope, bucket string, limit Limit
 				a.Held += sp[1]
 			}
 		}
+		at[t.name] = len(out)
 		out = append(out, a)
+	}
+	for _, m := range waiters {
+		tenant, ok := waiterTenant(m)
+		if !ok {
+			continue // not a waiter of this version's naming
+		}
+		i, seen := at[tenant]
+		if !seen {
+			i = len(out)
+			at[tenant] = i
+			out = append(out, access.Tenant{Name: tenant})
+		}
+		out[i].Waiting++
 	}
 	slices.SortFunc(out, func(a, b access.Tenant) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// tenantsReply splits tenants.lua's reply: the tenants key's value, and
+// whether it has one, and the room's waiters.
+func tenantsReply(reply []any) (v string, found bool, waiters []any, ok bool) {
+	if len(reply) != 2 {
+		return "", false, nil, false
+	}
+	v, found = reply[0].(string)
+	waiters, ok = reply[1].([]any)
+	return v, found, waiters, ok && (found || reply[0] == nil)
+}
+
+// waiterTenant returns the tenant of a waiter of a bucket's room,
+// "<id>:<i|b><tenant>" (fairroom.lua).
+func waiterTenant(m any) (string, bool) {
+	s, _ := m.(string)
+	_, rest, ok := strings.Cut(s, ":")
+	if !ok || rest == "" || rest[0] != 'i' && rest[0] != 'b' {
+		return "", false
+	}
+	return rest[1:], true
 }
 
 // windowStart returns the start of the calendar day or fixed window

@@ -94,6 +94,8 @@ var (
 	fairReservePart string
 	//go:embed fairundo.lua
 	fairUndoPart string
+	//go:embed tenants.lua
+	tenantsPart string // the tenants' spending and the room, for operators
 )
 
 // logParts is log.lua with the token buckets in: what every script that
@@ -180,6 +182,9 @@ var (
 	// inspectScript reads what is under way in a bucket: leases, slots,
 	// waiters.
 	inspectScript = newScript(clockPart + binaryPart + logParts + inspectPart)
+	// tenantsScript reads a window's tenants and its bucket's room at
+	// one instant (ops.Tenants).
+	tenantsScript = newScript(clockPart + tenantsPart)
 	// seriesScript reads one limit's usage and the slices counted in its
 	// window: usage.lua, wrapped as the function usage(), then series.lua.
 	seriesScript = newScript(clockPart + binaryPart + logParts +

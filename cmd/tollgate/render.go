@@ -188,7 +188,7 @@ func count(n int, what string) string {
 
 // writeTenants writes, under a bucket with a pace or shares, its pace
 // line by now and what each tenant spent in each window against its
-// share.
+// share, and how many of its requests wait in the bucket's room.
 func writeTenants(b *strings.Builder, bk bucketReport) {
 	for _, w := range bk.Windows {
 		if w.PaceLine != nil {
@@ -209,6 +209,9 @@ func writeTenants(b *strings.Builder, bk bucketReport) {
 			}
 			if t.Held > 0 {
 				parts[i] += fmt.Sprintf(" (+%d held later)", t.Held)
+			}
+			if t.Waiting > 0 {
+				parts[i] += fmt.Sprintf(" (%d waiting)", t.Waiting)
 			}
 		}
 		fmt.Fprintf(b, "    tenants of %s: %s\n", w.Window, strings.Join(parts, ", "))

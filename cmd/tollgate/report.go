@@ -77,6 +77,9 @@ type tenantReport struct {
 
 	Held int64     `json:"held_later,omitempty"`
 	Seen time.Time `json:"seen"`
+	// Waiting is how many of its requests wait in the bucket's room
+	// (ops.Tenant.Waiting), e.g. 2.
+	Waiting int `json:"waiting,omitempty"`
 }
 
 type windowReport struct {
@@ -234,7 +237,7 @@ func gatherScope(ctx context.Context, lim *quota.Limiter, s ops.StoredScope, now
 				w.paceBurst = int64(math.Floor(d.Pace.Burst * float64(l.Units)))
 			}
 			for _, t := range ts {
-				w.Tenants = append(w.Tenants, tenantReport{Name: t.Name, Units: t.Units, Held: t.Held, Seen: t.Seen})
+				w.Tenants = append(w.Tenants, tenantReport{Name: t.Name, Units: t.Units, Held: t.Held, Seen: t.Seen, Waiting: t.Waiting})
 			}
 			shareOf(w.Tenants, d.Shares, line, now)
 			if l.Calendar {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +49,73 @@ func TestStatusTenants(t *testing.T) {
 	code, out, errs = cmd(t, clock.Now, "status", "-json", "-redis", e.url)
 	if code != 0 || errs != "" || !strings.Contains(strings.Join(strings.Fields(out), ""), `"tenants":[{"name":"eu","units":30,"share":48.5,"held_later":25`) {
 		t.Errorf("status -json: exit %d, stderr %q, no tenants:\n%s", code, errs, out)
+	}
+}
+
+// TestStatusTenantsWaiting: a tenant at its share whose request must wait
+// waits in the bucket's room, holding nothing; status and the page show
+// it waiting beside what it spent, in text, in JSON and in the tenants'
+// table.
+func TestStatusTenantsWaiting(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim := e.limiter(t, nil)
+	// A fixed window of a day, now at its middle: its end is far from
+	// the instants the test runs at.
+	win := quota.PerFixedWindow(100, 24*time.Hour, time.Now().Add(12*time.Hour))
+	shares := &quota.Shares{Weights: map[string]float64{"eu": 1, "us": 1}}
+	charge := func(tenant string, units int64) quota.Demand {
+		return quota.Demand{Bucket: "pool", Units: units, Limits: []quota.Limit{win}, Shares: shares, Tenant: tenant}
+	}
+	if err := lim.Describe(ctx, quota.Description{Scope: "project-a", Bucket: "pool", Limits: []quota.Limit{win}, Shares: shares}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tenant string
+		units  int64
+	}{{"eu", 50}, {"us", 20}} {
+		if r, err := lim.Allow(ctx, "project-a", charge(c.tenant, c.units)); err != nil || !r.OK() {
+			t.Fatalf("%s's %d units: %v, %v", c.tenant, c.units, r, err)
+		}
+	}
+	// eu has spent its share of 50, and us keeps its 30 unspent: eu's 10
+	// more fit only when the window ends, so eu waits in the room.
+	waited := make(chan error, 1)
+	go func() {
+		r, err := lim.Reserve(ctx, "project-a", 48*time.Hour, charge("eu", 10))
+		if err == nil && r.OK() {
+			err = fmt.Errorf("admitted at %v while us keeps its share", r.Time())
+		}
+		waited <- err
+	}()
+	var out string
+	for range 500 {
+		code, o, errs := cmd(t, nil, "status", "-redis", e.url)
+		if code != 0 || errs != "" {
+			t.Fatalf("status: exit %d, stderr %q", code, errs)
+		}
+		if out = o; strings.Contains(out, "waiting") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(out, "tenants of fixed 24h0m0s: eu 50 of 50 (1 waiting), us 20 of 50\n") {
+		t.Errorf("status does not show eu's request waiting in the room:\n%s", out)
+	}
+	code, out, errs := cmd(t, nil, "status", "-json", "-redis", e.url)
+	flat := strings.Join(strings.Fields(out), "")
+	if code != 0 || errs != "" || !strings.Contains(flat, `"name":"eu","units":50,"share":50,`) ||
+		!strings.Contains(flat, `"waiting":1}`) || strings.Count(flat, `"waiting":`) != 1 {
+		t.Errorf("status -json: exit %d, stderr %q, eu not waiting once:\n%s", code, errs, out)
+	}
+	base, _ := startWeb(t, e, "")
+	_, page := fetch(t, base+"/")
+	if !strings.Contains(page, "<tr><td>eu</td><td>50</td><td>50</td><td>0</td><td>1</td></tr><tr><td>us</td><td>20</td><td>50</td><td>0</td><td>0</td></tr>") {
+		t.Errorf("the page's tenants of the window do not show eu waiting:\n%s", page)
+	}
+	cancel()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Errorf("eu's wait ended with %v, want it cancelled", err)
 	}
 }

@@ -215,6 +215,9 @@ func page(r *report) *web.Page {
 				if w.PaceLine != nil {
 					ww.Paced, ww.PaceBurst = true, w.paceBurst
 				}
+				for _, t := range w.Tenants {
+					ww.Tenants = append(ww.Tenants, web.Tenant{Name: t.Name, Units: t.Units, Share: t.Share, Held: t.Held, Waiting: t.Waiting})
+				}
 				wb.Windows = append(wb.Windows, ww)
 			}
 			ws.Buckets = append(ws.Buckets, wb)

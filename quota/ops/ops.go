@@ -234,6 +234,11 @@ type Tenant struct {
 	Held int64
 	// Seen is the instant of its latest request, admitted or not.
 	Seen time.Time
+	// Waiting is how many of its calls wait in the bucket's room (a
+	// tenant at or above its share, a background call; docs/shares.md,
+	// "Who waits first"), read with the rest, e.g. 2. The room keeps no
+	// units: a waiting call takes none until admitted.
+	Waiting int
 }
 
 // Tenants reads, writing nothing, the tenants of a calendar day or fixed

@@ -37,6 +37,7 @@ type Tenant struct {
 	Name        string
 	Units, Held int64
 	Seen        time.Time
+	Waiting     int
 }
 
 // Of is set by package quota when it is initialized: a

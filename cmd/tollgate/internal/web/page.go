@@ -133,6 +133,23 @@ type Window struct {
 	// PaceBurst units at Start to Limit at End.
 	Paced     bool
 	PaceBurst int64
+	// Tenants are what each tenant of a window with shares
+	// (tollgate.Bucket.Shares) spent in it, by name; none without shares.
+	Tenants []Tenant
+}
+
+// Tenant is one tenant of a Window with shares.
+type Tenant struct {
+	// Name is the tenant, e.g. "eu-west".
+	Name string
+	// Units is what it spent in the window; Share its share of the
+	// window by now, e.g. 48.5; Held what it holds in later windows.
+	Units int64
+	Share float64
+	Held  int64
+	// Waiting is how many of its requests wait in the bucket's room
+	// (those of a tenant at or above its share), e.g. 2.
+	Waiting int
 }
 
 // Point is one slice of a window's log: the units admitted in the slice
