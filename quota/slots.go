@@ -214,15 +214,24 @@ func (k *keeper) run(l *Limiter, empty <-chan struct{}) {
 	t := time.NewTicker(SlotRenewal)
 	defer t.Stop()
 	for {
+		renew := true
 		select {
 		case <-t.C:
 		case <-empty:
+			// Told that the last slot was dropped: end, unless another
+			// was taken meanwhile, whose renewal is then due at the next
+			// tick, not now (a slot just taken needs none).
+			renew = false
 		}
 		k.mu.Lock()
 		if len(k.held) == 0 {
 			k.running = false
 			k.mu.Unlock()
 			return
+		}
+		if !renew {
+			k.mu.Unlock()
+			continue
 		}
 		batch := make(map[slotKey][]*Slot, len(k.held))
 		for key, slots := range k.held {
