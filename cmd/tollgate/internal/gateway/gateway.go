@@ -443,6 +443,13 @@ func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ready\n")
 }
 
+// credentialHeaders are the headers an SDK sends its API key in: a caller
+// authenticates with one of the first four, and a request forwarded with
+// the upstream's key carries none of the caller's (Api-Key, Azure OpenAI's,
+// is never a caller's token here, but a token copied into it would reach
+// the upstream beside the gateway's key).
+var credentialHeaders = []string{"Authorization", "X-Goog-Api-Key", "X-Api-Key", "X-Shopify-Access-Token", "Api-Key"}
+
 // rewrite makes the outgoing request: the target's URL, the caller's
 // credentials replaced by the upstream's key, X-Forwarded-For as
 // configured. ReverseProxy has removed the hop-by-hop headers.
@@ -462,10 +469,9 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		h.Set("OpenAI-Project", f.up.project)
 	}
 	if f.up.cfg.key != nil {
-		h.Del("Authorization")
-		h.Del("X-Goog-Api-Key")
-		h.Del("X-Api-Key")
-		h.Del("X-Shopify-Access-Token")
+		for _, k := range credentialHeaders {
+			h.Del(k)
+		}
 		if f.up.bearer {
 			h.Set("Authorization", "Bearer "+f.up.cfg.key.get())
 		} else {
