@@ -20,20 +20,25 @@ import (
 // TestFarRegion: three ingest processes in a far region (a delaying proxy
 // on each link, adding 80, 100 and 120 ms each way to their Redis and 30,
 // 45 and 60 ms each way to their API) wait their turns on 1,000 units a
-// 10 s window for 25 s. Together they use at least 80% of what the limit
-// allowed over the run (three windows' 950 units after the reserve), with
-// no window over the limit and no quota error. The processes' waits are
+// 10 s window for 45 s. Together they use at least 80% of what the limit
+// allowed over the run (five windows' 950 units after the reserve), with
+// no window over the limit and no quota error. Five windows, not three:
+// when the 24 regions' turns come at one instant, a burst on two cores
+// under -race can wake some later than Transit after their turn, and
+// those turns are given back and decided again a window later (the
+// send.go step of docs/design.md); over three windows one such wave
+// cost a CI run 27% (73% used), over five it costs at most a fifth. The processes' waits are
 // not bounded by the run's end: when they were, every region was refused
 // about a window before the end (its next turn after the end), and the
 // last window went mostly unused: 68% and 79% in two of six runs under
 // -race with two cores kept busy.
 func TestFarRegion(t *testing.T) {
 	if testing.Short() {
-		t.Skip("25 seconds of three processes")
+		t.Skip("45 seconds of three processes")
 	}
 	srv := redistest.Start(t)
 	const quota, enforced = 1000, 950
-	window, run := 10*time.Second, 25*time.Second
+	window, run := 10*time.Second, 45*time.Second
 	sim := ytsim.New(ytsim.Config{Quota: quota, Window: window})
 	api := httptest.NewServer(sim)
 	defer api.Close()
@@ -76,7 +81,7 @@ func TestFarRegion(t *testing.T) {
 	st := sim.Stats()["far-key"]
 	arrivals := sim.Arrivals()
 	most := mostInAWindow(arrivals, ytsim.Pool, window)
-	// What arrived in the run's 25 s, from the first call: passes under
+	// What arrived in the run's 45 s, from the first call: passes under
 	// way at the end finish after it.
 	var used int64
 	first := arrivals[0].At
