@@ -48,14 +48,18 @@ func Example() {
 	client := &http.Client{Transport: tr}
 
 	query := `{"query": "{ products(first: 50) { nodes { id title } } }"}`
-	for range 3 {
+	for i := range 3 {
 		req, _ := http.NewRequest("POST", api.URL+"/admin/api/2025-10/graphql.json", strings.NewReader(query))
 		req.Header.Set("X-Shopify-Access-Token", "shpat_example")
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		var qe *tollgate.QuotaError
 		if errors.As(err, &qe) { // errors.Is(err, tollgate.ErrQuotaExhausted) too
-			fmt.Println("refused:", qe.Bucket, "paused by Shopify:", qe.Cause == tollgate.PausedByUpstream)
+			if i == 1 { // Shopify's THROTTLED answer
+				fmt.Println("refused:", qe.Bucket, "paused by Shopify:", qe.Cause == tollgate.PausedByUpstream)
+			} else { // never sent: the pause, or the 2 points Shopify said are left, stops it
+				fmt.Println("refused before sending:", qe.Bucket)
+			}
 			continue
 		}
 		if err != nil {
@@ -75,7 +79,7 @@ func Example() {
 	// Output:
 	// 200 OK
 	// refused: points paused by Shopify: true
-	// refused: points paused by Shopify: true
+	// refused before sending: points
 	// Shopify was asked 2 times
 	// points bucket: 947 in tollgate (1,000 less the 5% reserve and the transit)
 }
