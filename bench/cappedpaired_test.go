@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
@@ -82,7 +83,7 @@ func BenchmarkCappedPaired(b *testing.B) {
 		}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			pairedWithRedisRate(b, false, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+			pairedWithRedisRate(b, false, func(lim *quota.Limiter, _ *redis.Client) func(ctx context.Context, s string) error {
 				return func(ctx context.Context, s string) error { return v.op(ctx, lim, s) }
 			})
 		})
@@ -112,7 +113,7 @@ func BenchmarkCappedTransportPaired(b *testing.B) {
 	}
 	for _, path := range []string{"/plain", "/capped", "/capped-settled"} {
 		b.Run(path[1:], func(b *testing.B) {
-			pairedWithRedisRate(b, false, func(lim *quota.Limiter) func(ctx context.Context, s string) error {
+			pairedWithRedisRate(b, false, func(lim *quota.Limiter, _ *redis.Client) func(ctx context.Context, s string) error {
 				tr := transport(b, tollgate.Config{
 					Base: answering(`{"usage":{"units":17}}`), Limiter: lim, Costs: table,
 					Buckets: map[string]tollgate.Bucket{
@@ -151,11 +152,12 @@ func (a answering) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // pairedWithRedisRate runs a tollgate request in scope s (what request
 // makes of a limiter with one round trip per call, or with the shared
-// pipelines tollgate ships with when pipelined) and a redis_rate
+// pipelines tollgate ships with when pipelined, and of the limiter's
+// redis-server, for a request's round trips beside tollgate's) and a redis_rate
 // decision in turn, from callers goroutines, each on a redis-server of its own, over
 // 10,000 scopes warmed first, and reports each server's main-thread CPU
 // per request and their ratio.
-func pairedWithRedisRate(b *testing.B, pipelined bool, request func(lim *quota.Limiter) func(ctx context.Context, s string) error) {
+func pairedWithRedisRate(b *testing.B, pipelined bool, request func(lim *quota.Limiter, rdb *redis.Client) func(ctx context.Context, s string) error) {
 	const n = 10_000
 	scopes := make([]string, n)
 	for i := range scopes {
@@ -167,7 +169,7 @@ func pairedWithRedisRate(b *testing.B, pipelined bool, request func(lim *quota.L
 	if pipelined {
 		opts = nil
 	}
-	send := request(limiter(b, tg, opts...))
+	send := request(limiter(b, tg, opts...), tg)
 	peer := redis_rate.NewLimiter(rr)
 	var next atomic.Int64
 	pair := func(ctx context.Context, _ int) error {
