@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,10 @@ import (
 // nothing is a script that does nothing: a round trip's floor for a
 // settlement, which is a script.
 var nothing = redis.NewScript("return 0")
+
+// getset is a script that reads a key and writes it back, as a
+// settlement reads and writes a window's meta, and does nothing else.
+var getset = redis.NewScript(`redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]) or 'x', 'KEEPTTL') return 0`)
 
 // BenchmarkSettledPaired measures Redis's CPU for a request admitted at
 // an estimate and settled to its true cost, against redis_rate's for one
@@ -50,6 +55,9 @@ func BenchmarkSettledPaired(b *testing.B) {
 		{"settled/floor", settled, func(ctx context.Context, _ *quota.Reservation, rdb *redis.Client) error {
 			return nothing.Run(ctx, rdb, nil).Err()
 		}},
+		{"settled/getset", settled, func(ctx context.Context, _ *quota.Reservation, rdb *redis.Client) error {
+			return getset.Run(ctx, rdb, []string{"settled/getset"}).Err()
+		}},
 		{"llm", llm, func(ctx context.Context, r *quota.Reservation, _ *redis.Client) error {
 			return r.SettleAll(ctx, map[string]int64{"input": 700, "output": 200})
 		}},
@@ -61,8 +69,8 @@ func BenchmarkSettledPaired(b *testing.B) {
 		}},
 	} {
 		for _, pipelined := range []bool{false, true} {
-			if pipelined && v.name == "settled/floor" {
-				continue // its empty script has a round trip of its own
+			if pipelined && strings.HasPrefix(v.name, "settled/") {
+				continue // their scripts have a round trip of their own
 			}
 			name := v.name
 			if pipelined {
