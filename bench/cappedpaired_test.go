@@ -28,7 +28,9 @@ import (
 // capped request cost before ReserveCapped); capped-settled (ReserveCapped,
 // then the settlement frees the slot, SettleAndRelease); capped-settled/
 // apart (TakeSlot, Allow, Settle, Release); settled (Allow, Settle: a
-// settled request with no cap, for reference).
+// settled request with no cap, for reference). Each case runs one round
+// trip per call, and but the apart ones again under "pipelined", with the
+// shared pipelines tollgate ships with.
 func BenchmarkCappedPaired(b *testing.B) {
 	window := []quota.Limit{never(time.Minute)}
 	core := quota.Demand{Bucket: "core", Units: 100, Limits: window}
@@ -82,11 +84,20 @@ func BenchmarkCappedPaired(b *testing.B) {
 			return r.Settle(ctx, "core", 17)
 		}},
 	} {
-		b.Run(v.name, func(b *testing.B) {
-			pairedWithRedisRate(b, false, func(lim *quota.Limiter, _ *redis.Client) func(ctx context.Context, s string) error {
-				return func(ctx context.Context, s string) error { return v.op(ctx, lim, s) }
+		for _, pipelined := range []bool{false, true} {
+			name := v.name
+			if pipelined {
+				if strings.HasSuffix(name, "/apart") {
+					continue // the old way, measured call by call only
+				}
+				name = "pipelined/" + name
+			}
+			b.Run(name, func(b *testing.B) {
+				pairedWithRedisRate(b, pipelined, func(lim *quota.Limiter, _ *redis.Client) func(ctx context.Context, s string) error {
+					return func(ctx context.Context, s string) error { return v.op(ctx, lim, s) }
+				})
 			})
-		})
+		}
 	}
 }
 

@@ -116,6 +116,7 @@ var suite = []struct {
 	{"SlotsHandedInOrder", testSlotsHandedInOrder},
 	{"SlotsOfADeadProcessExpire", testSlotsOfADeadProcessExpire},
 	{"SlotsUnderLoad", testSlotsUnderLoad},
+	{"SlotsFreedToTheWaiter", testSlotsFreedToTheWaiter},
 	{"CappedOneRoundTripEach", testCappedRoundTrips},
 	{"CappedUnitsAndSlotsTogether", testCappedTogether},
 	{"CappedWaitersKeepTheirTurn", testCappedWaitersFirst},

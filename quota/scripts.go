@@ -96,6 +96,8 @@ var (
 	fairUndoPart string
 	//go:embed tenants.lua
 	tenantsPart string // the tenants' spending and the room, for operators
+	//go:embed free.lua
+	freePart string
 )
 
 // logParts is log.lua with the token buckets in: what every script that
@@ -172,6 +174,8 @@ var (
 	usageScript = newScript(clockPart + binaryPart + logParts + usagePart)
 	// slotsScript takes, releases and renews slots of a concurrency cap.
 	slotsScript = newScript(clockPart + roomPart + slotsPart)
+	// freeScript frees a slot in a shared pipeline (Slot's free).
+	freeScript = newScript(freePart)
 	// announceScript records what an upstream announced was spent.
 	announceScript = withLean(clockPart+binaryPart, announcePart)
 	// pauseScript sets a pause, and writes it into the metas it stops.

@@ -117,6 +117,45 @@ func testSlotsHandedInOrder(t *testing.T, b *backend) {
 	}
 }
 
+// testSlotsFreedToTheWaiter: a slot freed while a caller waits for one
+// is the waiter's before Release returns, whether it is freed in a shared
+// pipeline (free.lua) or by plain commands in a round trip of their own
+// (WithPipelines(0)); the waiter does not have to look again to find it.
+func testSlotsFreedToTheWaiter(t *testing.T, b *backend) {
+	ctx := context.Background()
+	for _, way := range []struct {
+		name string
+		opts []Option
+	}{{"in a shared pipeline", nil}, {"in a round trip of its own", []Option{WithPipelines(0)}}} {
+		l := b.limiter(t, way.opts...)
+		s := scope(t, "s")
+		held := mustTake(t, ctx, l, s, 1, 0)
+		got := make(chan *Slot, 1)
+		go func() {
+			slot, err := l.TakeSlot(ctx, s, "b", 1, time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- slot
+		}()
+		for i := 0; roomSize(t, b, l, s) == 0; i++ {
+			if i == 500 {
+				t.Fatal("the waiter never entered the room")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, waiting := holders(t, b, l, s, "b"), roomSize(t, b, l, s); n != 1 || waiting != 0 {
+			t.Errorf("freed %s: after the release %d holders and %d waiting, want the waiter holding the slot", way.name, n, waiting)
+		}
+		if slot := <-got; slot != nil {
+			slot.Release(ctx)
+		}
+	}
+}
+
 // roomSize counts the waiters in the room of bucket b of scope s.
 func roomSize(t *testing.T, b *backend, l *Limiter, s string) int64 {
 	t.Helper()
