@@ -115,11 +115,8 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody,
+	t := &Transport{pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.sizes().Body(DefaultMaxBody),
 		reads: opts.CacheReads, routed: len(opts.Tollgate.Routes) > 0}
-	if t.maxBody == 0 {
-		t.maxBody = DefaultMaxBody
-	}
 	if t.class == nil {
 		t.class = ModelClass
 	}

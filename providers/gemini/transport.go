@@ -110,12 +110,9 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 		return nil, err
 	}
 	t := &Transport{models: map[string]*tollgate.Transport{}, defaults: map[string]*tollgate.Transport{},
-		project: opts.Tollgate.Scope, base: opts.Base, counting: opts.Counting, maxBody: opts.MaxBody}
+		project: opts.Tollgate.Scope, base: opts.Base, counting: opts.Counting, maxBody: opts.sizes().Body(DefaultMaxBody)}
 	if t.base == nil {
 		t.base = http.DefaultTransport
-	}
-	if t.maxBody == 0 {
-		t.maxBody = DefaultMaxBody
 	}
 	cfg.Scope = provider.ScopeOf
 	if t.kit, err = provider.Start("gemini", rdb); err != nil {

@@ -97,10 +97,7 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{pool: opts.Tollgate.Scope, maxBody: opts.MaxBody}
-	if t.maxBody == 0 {
-		t.maxBody = DefaultMaxBody
-	}
+	t := &Transport{pool: opts.Tollgate.Scope, maxBody: opts.sizes().Body(DefaultMaxBody)}
 	cfg.Scope = provider.ScopeOf
 	if t.kit, err = provider.Start("openai", rdb); err != nil {
 		return nil, err
