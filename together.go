@@ -14,7 +14,7 @@ import (
 // decision's own round trip (quota.Limiter.ReserveCapped: both, or
 // neither), and, when it settles, gives them back in the settlement's
 // (request.Ended). Only when a slot is not free now, or callers wait for
-// one, does it take its slots apart, waiting its turn (gates.slots), then
+// one, does it take its slots apart, waiting its turn (slotwait.go), then
 // its units: the slots keep the arrival order of their waiters.
 
 // errCapBusy reports that a capped request could not take its slots with
@@ -57,4 +57,20 @@ func (g *gates) admit(ctx context.Context, d *decider, r *request, scope string,
 	g.hooks.took(ctx, scope, buckets)
 	r.held = append(r.held, slots...)
 	return res, "", nil
+}
+
+// reserveUnits reserves the request's units in its scope, maxWait as
+// quota.Limiter.Reserve's. together, it takes the request's slots in the
+// same round trip (admit), or, when one is not free now, nothing, and
+// returns errCapBusy: the request then takes its slots apart, waiting its
+// turn (slotwait.go). err is otherwise the limiter's.
+func (p *decision) reserveUnits(ctx context.Context, d *decider, r *request, maxWait time.Duration, charges []quota.Demand, together bool) (*quota.Reservation, error) {
+	if !together {
+		return d.lim.Reserve(ctx, r.scope, maxWait, charges...)
+	}
+	res, full, err := p.gates.admit(ctx, d, r, r.scope, maxWait, charges)
+	if full != "" {
+		return nil, errCapBusy
+	}
+	return res, err
 }

@@ -52,13 +52,7 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 		}
 		// The slots with the units, in one round trip (together.go).
 		together := !apart && d.capped(r) && d.together(r, p.limits.charges(d, r, r.scope))
-		waited, err := p.waitSlots(ctx, wctx, d, r, maxWait(), together)
-		if err == nil && waited != nil && (r.endpoint.Free || len(r.endpoint.Charges) == 0) {
-			if pw := p.pauseAfterWait(ctx, r, *waited); pw != nil {
-				err = pw
-			}
-		}
-		if err != nil {
+		if err := p.slotsTurn(ctx, wctx, d, r, maxWait(), together); err != nil {
 			p.gates.release(ctx, r, heldAll)
 			if pw := pausedBy(err); pw != nil {
 				if paused == maxPauses {
@@ -123,44 +117,6 @@ func (p *decision) waitTurn(ctx context.Context, d *decider, r *request) error {
 	}
 }
 
-// waitSlots takes the request's slots, now if they are free; otherwise it
-// waits for them, where pauses reach it, up to maxWait. When it waited,
-// waited holds what the Transport heard before (for pauseAfterWait); a
-// pause that reached it is returned as its error. together, it takes
-// none: they come with the units (waitUnits).
-func (p *decision) waitSlots(ctx, wctx context.Context, d *decider, r *request, maxWait time.Duration, together bool) (waited *uint64, err error) {
-	if together {
-		return nil, nil
-	}
-	err = p.gates.slots(ctx, d, r, r.scope, 0) // on ctx: the round trip is not the wait
-	if err == nil {
-		return nil, nil
-	}
-	if qe, ok := err.(*QuotaError); !ok || qe.Cause != CapFull {
-		return nil, err
-	}
-	heard := p.listening.Heard()
-	sctx, stop := context.WithCancelCause(wctx)
-	defer stop(nil)
-	defer p.hooks.beginWait(r, p.clock.now()).end()
-	var w *notices.Waiter
-	if !d.local {
-		w = &notices.Waiter{Scope: r.scope, Buckets: bucketsOf(r), Stop: stop}
-		p.waiters.Add(w)
-		p.listening.Listen(ctx)
-		defer p.listening.Unlisten()
-	}
-	err = p.gates.slots(sctx, d, r, r.scope, maxWait)
-	if w != nil && !p.waiters.Remove(w) {
-		<-sctx.Done() // a pause took the waiter, and is about to stop it
-	}
-	if pw := pausedBy(context.Cause(sctx)); pw != nil {
-		p.gates.release(ctx, r, heldSlots)
-		return nil, pw
-	}
-	return &heard, err
-}
-
 // bucketsOf returns the buckets the request charges.
 func bucketsOf(r *request) []string {
 	out := make([]string, len(r.endpoint.Charges))
@@ -182,15 +138,9 @@ func (p *decision) waitUnits(ctx, wctx context.Context, d *decider, r *request, 
 	}
 	heard, resumes := p.listening.Heard(), p.waiters.Resumes()
 	// On ctx: MaxWait bounds the wait for a turn, not the decision's round trip.
-	var res *quota.Reservation
-	var err error
-	if together {
-		var full string
-		if res, full, err = p.gates.admit(ctx, d, r, r.scope, maxWait, charges); full != "" {
-			return errCapBusy
-		}
-	} else {
-		res, err = d.lim.Reserve(ctx, r.scope, maxWait, charges...)
+	res, err := p.reserveUnits(ctx, d, r, maxWait, charges, together)
+	if err == errCapBusy {
+		return err
 	}
 	if err != nil {
 		return limiterError(d, r, r.scope, err)

@@ -36,6 +36,23 @@ func ReadBody(req *http.Request, limit int64, errBody error) ([]byte, error) {
 	return ReadAll(req.Body, limit, errBody)
 }
 
+// ReadParsed reads and closes the body of a request about to be sent, as
+// ReadBody does, and parses it: the body and what parse read of it. Either
+// error names the request (method, as the provider names it, and path),
+// for the user to tell which of many failed.
+func ReadParsed[F any](req *http.Request, limit int64, errBody error, method string, parse func([]byte) (F, error)) ([]byte, F, error) {
+	var f F
+	body, err := ReadBody(req, limit, errBody)
+	if err == nil {
+		f, err = parse(body)
+	}
+	if err != nil {
+		var none F
+		return nil, none, fmt.Errorf("%w (%s %s)", err, method, req.URL.Path)
+	}
+	return body, f, nil
+}
+
 // ReadAgain reads a request's body through GetBody, leaving Body to be
 // sent, as ReadAll does; nil when it has none. newTransport names the
 // provider's NewTransport (e.g. "openai.NewTransport") in the error for a

@@ -74,3 +74,35 @@ func TestCount(t *testing.T) {
 		t.Error("IsTrue")
 	}
 }
+
+// TestReadParsed: the body and what parse read of it come back; a body
+// past the limit or one parse refuses is an error naming the request,
+// wrapping the reader's or the parser's.
+func TestReadParsed(t *testing.T) {
+	errParse := errors.New("p: not an object")
+	parse := func(b []byte) (int, error) {
+		if !bytes.HasPrefix(b, []byte("{")) {
+			return 0, errParse
+		}
+		return len(b), nil
+	}
+	req := func(body string) *http.Request {
+		r, _ := http.NewRequest("POST", "http://x/v1/send", strings.NewReader(body))
+		return r
+	}
+	if b, n, err := ReadParsed(req("{}"), 4, errBody, "POST", parse); err != nil || string(b) != "{}" || n != 2 {
+		t.Fatalf("a body that parses: %q %d %v", b, n, err)
+	}
+	for _, c := range []struct {
+		name, body string
+		want       error
+	}{
+		{"past the limit", "{1234}", errBody},
+		{"refused by parse", "[]", errParse},
+	} {
+		_, n, err := ReadParsed(req(c.body), 4, errBody, "send", parse)
+		if !errors.Is(err, c.want) || !strings.HasSuffix(err.Error(), " (send /v1/send)") || n != 0 {
+			t.Errorf("%s: %d %v, want an error wrapping %q and naming the request", c.name, n, err, c.want)
+		}
+	}
+}

@@ -77,6 +77,15 @@ func (s Sizes) Length() time.Duration {
 	return s.Minute
 }
 
+// Body returns the most bytes of a request body read to count it:
+// MaxBody, or def for 0.
+func (s Sizes) Body(def int64) int64 {
+	if s.MaxBody == 0 {
+		return def
+	}
+	return s.MaxBody
+}
+
 // Reserve returns the percent kept below every limit: ReservePercent,
 // def for 0, none for a negative one.
 func (s Sizes) Reserve(def float64) float64 {

@@ -69,3 +69,22 @@ func TestSizesNameWhatCannotWork(t *testing.T) {
 		}
 	}
 }
+
+// TestSizesRead: each size reads as given, or as its default for 0 (a
+// negative reserve as none).
+func TestSizesRead(t *testing.T) {
+	var zero Sizes
+	if got := zero.Length(); got != time.Minute {
+		t.Errorf("Length of 0: %v, want a minute", got)
+	}
+	if got := zero.Body(7); got != 7 {
+		t.Errorf("Body of 0: %d, want the default 7", got)
+	}
+	if got := zero.Reserve(5); got != 5 {
+		t.Errorf("Reserve of 0: %v, want the default 5", got)
+	}
+	given := Sizes{Minute: time.Second, MaxBody: 100, ReservePercent: -1}
+	if given.Length() != time.Second || given.Body(7) != 100 || given.Reserve(5) != 0 {
+		t.Errorf("%+v reads %v %d %v, want 1s 100 0", given, given.Length(), given.Body(7), given.Reserve(5))
+	}
+}

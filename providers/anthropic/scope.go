@@ -1,13 +1,12 @@
 package anthropic
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"strings"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/header"
+	"github.com/tollgate/tollgate/internal/provider"
 )
 
 // Anthropic's limits belong to the organization (and a workspace may have
@@ -87,23 +86,7 @@ func scopeName(pool, class string) string {
 	return pool + "/" + className(class)
 }
 
-// maxClassName bounds the class names kept as they are in scopes.
-const maxClassName = 128
-
 // className returns a class's name as scopes, logs and errors show it:
 // as it is when it is a short name of letters, digits and . _ - : @ +,
-// "class-" and a hash otherwise, so that a hostile body cannot write what
-// it likes into logs or scopes.
-func className(m string) string {
-	ok := len(m) <= maxClassName
-	for i := 0; ok && i < len(m); i++ {
-		c := m[i]
-		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '.' || c == '_' || c == '-' || c == ':' || c == '@' || c == '+'
-	}
-	if ok {
-		return m
-	}
-	sum := sha256.Sum256([]byte(m))
-	return "class-" + hex.EncodeToString(sum[:8])
-}
+// "class-" and a hash otherwise (provider.Name).
+func className(m string) string { return provider.Name(m, "._-:@+", "class-") }

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -116,23 +115,17 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.MaxBody,
+	t := &Transport{pool: opts.Tollgate.Scope, class: opts.Class, maxBody: opts.sizes().Body(DefaultMaxBody),
 		reads: opts.CacheReads, routed: len(opts.Tollgate.Routes) > 0}
-	if t.maxBody == 0 {
-		t.maxBody = DefaultMaxBody
-	}
 	if t.class == nil {
 		t.class = ModelClass
 	}
 	if t.reads == nil {
 		t.reads = DefaultCacheReads
 	}
-	classes := map[string]Limits{"": opts.Limits}
-	for c, l := range opts.Classes {
-		if c == "" {
-			return nil, errors.New("anthropic: Options.Classes has a class with no name; set Options.Limits instead")
-		}
-		classes[c] = l
+	classes, err := provider.Sets("anthropic", "Classes", "class", opts.Limits, opts.Classes)
+	if err != nil {
+		return nil, err
 	}
 	cfg.Scope = provider.ScopeOf
 	cfg.Base = &cacheCounter{base: cfg.Base, t: t}
@@ -167,21 +160,12 @@ func (o *Options) config() (tollgate.Config, error) {
 	if !o.Counting.check() {
 		return cfg, fmt.Errorf("anthropic: Options.Counting %+v: counts must not be negative", o.Counting)
 	}
-	for c, l := range o.Classes {
-		if err := l.check(); err != nil {
-			return cfg, fmt.Errorf("anthropic: Options.Classes[%q]: %w", c, err)
-		}
+	if err := provider.CheckLimits("anthropic", "Classes", o.Classes, o.Limits, Limits.check); err != nil {
+		return cfg, err
 	}
-	if err := o.Limits.check(); err != nil {
-		return cfg, fmt.Errorf("anthropic: Options.Limits: %w", err)
-	}
-	table := o.Table
-	if len(table.Rules) == 0 && table.Default == nil {
-		table = Table(o.Counting)
-	}
-	ct, err := costs.New(table)
+	ct, err := provider.Costs("anthropic", o.Table, Table(o.Counting))
 	if err != nil {
-		return cfg, fmt.Errorf("anthropic: %w", err)
+		return cfg, err
 	}
 	cfg.Base, cfg.Costs, cfg.ReadResponse = o.Base, ct, Upstream()
 	return cfg, nil
@@ -248,13 +232,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var model string
 	var r *read
 	if k == messages || k == countTokens {
-		body, err := provider.ReadBody(req, t.maxBody, ErrBody)
+		body, f, err := provider.ReadParsed(req, t.maxBody, ErrBody, req.Method, parse)
 		if err != nil {
-			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
-		}
-		f, err := parse(body)
-		if err != nil {
-			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
+			return nil, err
 		}
 		model = f.model
 		r = &read{facts: f}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/anthsim"
+	"github.com/tollgate/tollgate/internal/providertest"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/providers/anthropic"
 	"github.com/tollgate/tollgate/quota"
@@ -85,24 +86,14 @@ func (h *harness) post(body string) (*http.Response, string, error) {
 	}
 	req.Header.Set("X-Api-Key", key)
 	req.Header.Set("Anthropic-Version", "2023-06-01")
-	resp, err := h.tr.RoundTrip(req)
-	if err != nil {
-		return nil, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp, string(b), err
+	return providertest.Send(h.tr, req)
 }
 
 // used returns what the Transport counts in a scope's bucket, and the
 // limit it enforces.
 func (h *harness) used(scope, bucket string) (int64, int64) {
 	h.t.Helper()
-	u, err := h.tr.Usage(context.Background(), scope, bucket)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return u[0].Used, u[0].Limit.Units
+	return providertest.Used(h.t, h.tr, scope, bucket)
 }
 
 // message is a Messages body.

@@ -1,12 +1,11 @@
 package gemini
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/header"
+	"github.com/tollgate/tollgate/internal/provider"
 )
 
 // Gemini's limits belong to the project: "Rate limits are applied per
@@ -58,22 +57,7 @@ func scopeName(project, model string) string {
 	return project + "/" + modelName(modelKey(model))
 }
 
-// maxModelName bounds the model names kept as they are in scopes.
-const maxModelName = 128
-
 // modelName returns a model's name as scopes, logs and errors show it:
 // as it is when it is a short name of letters, digits and . _ -
-// ("gemini-2.5-flash"), "model-" and a hash otherwise, so that a hostile
-// path cannot write what it likes into logs.
-func modelName(m string) string {
-	ok := len(m) <= maxModelName && m != ""
-	for i := 0; ok && i < len(m); i++ {
-		c := m[i]
-		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
-	}
-	if ok {
-		return m
-	}
-	sum := sha256.Sum256([]byte(m))
-	return "model-" + hex.EncodeToString(sum[:8])
-}
+// ("gemini-2.5-flash"), "model-" and a hash otherwise (provider.Name).
+func modelName(m string) string { return provider.Name(m, "._-", "model-") }

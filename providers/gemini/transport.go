@@ -110,12 +110,9 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 		return nil, err
 	}
 	t := &Transport{models: map[string]*tollgate.Transport{}, defaults: map[string]*tollgate.Transport{},
-		project: opts.Tollgate.Scope, base: opts.Base, counting: opts.Counting, maxBody: opts.MaxBody}
+		project: opts.Tollgate.Scope, base: opts.Base, counting: opts.Counting, maxBody: opts.sizes().Body(DefaultMaxBody)}
 	if t.base == nil {
 		t.base = http.DefaultTransport
-	}
-	if t.maxBody == 0 {
-		t.maxBody = DefaultMaxBody
 	}
 	cfg.Scope = provider.ScopeOf
 	if t.kit, err = provider.Start("gemini", rdb); err != nil {
@@ -178,15 +175,12 @@ func (o *Options) config() (tollgate.Config, error) {
 		if modelKey(m) == "" || strings.Contains(modelKey(m), "/") {
 			return cfg, fmt.Errorf("gemini: Options.Models has a model named %q; name models as the API does, e.g. \"gemini-2.5-flash\"", m)
 		}
-		if err := l.check(); err != nil {
-			return cfg, fmt.Errorf("gemini: Options.Models[%q]: %w", m, err)
-		}
-		if l.zero() {
+		if l.zero() { // no negative limit either: that one CheckLimits tells
 			return cfg, fmt.Errorf("gemini: Options.Models[%q] sets no limit", m)
 		}
 	}
-	if err := o.Limits.check(); err != nil {
-		return cfg, fmt.Errorf("gemini: Options.Limits: %w", err)
+	if err := provider.CheckLimits("gemini", "Models", o.Models, o.Limits, Limits.check); err != nil {
+		return cfg, err
 	}
 	ct, err := costs.New(Table())
 	if err != nil {
@@ -261,13 +255,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		provider.CloseBody(req)
 		return nil, fmt.Errorf("%w %q: give it in Options.Models or Options.Limits (%s %s)", ErrNoLimits, modelName(model), methodNames[m], req.URL.Path)
 	}
-	body, err := provider.ReadBody(req, t.maxBody, ErrBody)
+	body, f, err := provider.ReadParsed(req, t.maxBody, ErrBody, methodNames[m], func(b []byte) (facts, error) { return parse(m, b) })
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s %s)", err, methodNames[m], req.URL.Path)
-	}
-	f, err := parse(m, body)
-	if err != nil {
-		return nil, fmt.Errorf("%w (%s %s)", err, methodNames[m], req.URL.Path)
+		return nil, err
 	}
 	r := &read{facts: f, tokens: t.counting.tokens(f)}
 	if f.uris > 0 {

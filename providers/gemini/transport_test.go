@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,28 +12,11 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/gemsim"
+	"github.com/tollgate/tollgate/internal/providertest"
 	"github.com/tollgate/tollgate/providers/gemini"
 )
 
 const key = "AIzaSy-test-0123456789abcdef"
-
-// served sends requests to a handler in memory, counting them.
-type served struct {
-	h    http.Handler
-	sent *atomic.Int64
-}
-
-func (s served) RoundTrip(req *http.Request) (*http.Response, error) {
-	s.sent.Add(1)
-	rec := httptest.NewRecorder()
-	s.h.ServeHTTP(rec, req)
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
-}
 
 // harness is a Transport in front of a simulated API, served in memory.
 type harness struct {
@@ -49,7 +30,7 @@ func newHarness(t *testing.T, sim gemsim.Config, opts gemini.Options) *harness {
 	t.Helper()
 	h := &harness{t: t, sim: gemsim.New(sim)}
 	if opts.Base == nil {
-		opts.Base = served{h.sim, &h.sent}
+		opts.Base = providertest.Served{Handler: h.sim, Sent: &h.sent}
 	}
 	tr, err := gemini.NewTransport(nil, &opts)
 	if err != nil {
@@ -74,13 +55,7 @@ func (h *harness) post(model, method, body string) (*http.Response, string, erro
 	}
 	req.Header.Set("X-Goog-Api-Key", key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.tr.RoundTrip(req)
-	if err != nil {
-		return nil, "", err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b), err
+	return providertest.Send(h.tr, req)
 }
 
 // used returns what a bucket of a model's scope counts now.
@@ -223,7 +198,7 @@ func TestCountTokensFailureRefuses(t *testing.T) {
 		http.Error(w, `{"error":{"code":500,"status":"INTERNAL"}}`, 500)
 	})
 	var sent atomic.Int64
-	tr, err := gemini.NewTransport(nil, &gemini.Options{Base: served{fails, &sent}})
+	tr, err := gemini.NewTransport(nil, &gemini.Options{Base: providertest.Served{Handler: fails, Sent: &sent}})
 	if err != nil {
 		t.Fatal(err)
 	}

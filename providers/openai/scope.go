@@ -1,12 +1,11 @@
 package openai
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/header"
+	"github.com/tollgate/tollgate/internal/provider"
 )
 
 // OpenAI's limits belong to the organization, or the project, and vary by
@@ -65,24 +64,8 @@ func scopeName(pool, model string) string {
 	return pool + "/" + modelName(model)
 }
 
-// maxModelName bounds the model names kept as they are in scopes.
-const maxModelName = 128
-
 // modelName returns a model's name as scopes, logs and errors show it:
 // as it is when it is a short name of letters, digits and . _ - : / @ +
 // (gpt-4o-mini, ft:gpt-4o-mini:acme::abc123, meta-llama/Llama-3.1-8B),
-// "model-" and a hash otherwise, so that a hostile body cannot write
-// what it likes into logs.
-func modelName(m string) string {
-	ok := len(m) <= maxModelName
-	for i := 0; ok && i < len(m); i++ {
-		c := m[i]
-		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '.' || c == '_' || c == '-' || c == ':' || c == '/' || c == '@' || c == '+'
-	}
-	if ok {
-		return m
-	}
-	sum := sha256.Sum256([]byte(m))
-	return "model-" + hex.EncodeToString(sum[:8])
-}
+// "model-" and a hash otherwise (provider.Name).
+func modelName(m string) string { return provider.Name(m, "._-:/@+", "model-") }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -94,17 +93,11 @@ func NewTransport(rdb redis.UniversalClient, opts *Options) (*Transport, error) 
 	if err != nil {
 		return nil, err
 	}
-	models := map[string]Limits{"": opts.Limits}
-	for m, l := range opts.Models {
-		if m == "" {
-			return nil, errors.New("openai: Options.Models has a model with no name; set Options.Limits instead")
-		}
-		models[m] = l
+	models, err := provider.Sets("openai", "Models", "model", opts.Limits, opts.Models)
+	if err != nil {
+		return nil, err
 	}
-	t := &Transport{pool: opts.Tollgate.Scope, maxBody: opts.MaxBody}
-	if t.maxBody == 0 {
-		t.maxBody = DefaultMaxBody
-	}
+	t := &Transport{pool: opts.Tollgate.Scope, maxBody: opts.sizes().Body(DefaultMaxBody)}
 	cfg.Scope = provider.ScopeOf
 	if t.kit, err = provider.Start("openai", rdb); err != nil {
 		return nil, err
@@ -134,21 +127,12 @@ func (o *Options) config() (tollgate.Config, error) {
 	if c.CharsPerToken < 0 || c.OutputTokens < 0 || c.MediaTokens < 0 {
 		return cfg, fmt.Errorf("openai: Options.Counting %+v: counts must not be negative", c)
 	}
-	for m, l := range o.Models {
-		if err := l.check(); err != nil {
-			return cfg, fmt.Errorf("openai: Options.Models[%q]: %w", m, err)
-		}
+	if err := provider.CheckLimits("openai", "Models", o.Models, o.Limits, Limits.check); err != nil {
+		return cfg, err
 	}
-	if err := o.Limits.check(); err != nil {
-		return cfg, fmt.Errorf("openai: Options.Limits: %w", err)
-	}
-	table := o.Table
-	if len(table.Rules) == 0 && table.Default == nil {
-		table = Table(c)
-	}
-	ct, err := costs.New(table)
+	ct, err := provider.Costs("openai", o.Table, Table(c))
 	if err != nil {
-		return cfg, fmt.Errorf("openai: %w", err)
+		return cfg, err
 	}
 	cfg.Base, cfg.Costs, cfg.ReadResponse = o.Base, ct, Upstream()
 	return cfg, nil
@@ -197,13 +181,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req
 	ctx := req.Context()
 	if k != other {
-		body, err := provider.ReadBody(req, t.maxBody, ErrBody)
+		body, f, err := provider.ReadParsed(req, t.maxBody, ErrBody, req.Method, parse)
 		if err != nil {
-			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
-		}
-		f, err := parse(body)
-		if err != nil {
-			return nil, fmt.Errorf("%w (%s %s)", err, req.Method, req.URL.Path)
+			return nil, err
 		}
 		if model == "" {
 			model = f.model

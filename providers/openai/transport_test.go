@@ -17,27 +17,13 @@ import (
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/internal/oaisim"
+	"github.com/tollgate/tollgate/internal/providertest"
 	"github.com/tollgate/tollgate/internal/redistest"
 	"github.com/tollgate/tollgate/providers/openai"
 	"github.com/tollgate/tollgate/quota"
 )
 
 const key = "sk-proj-test-0123456789"
-
-// served sends requests to a handler in memory: tests reach the Transport
-// with header values net/http would refuse to put on the wire.
-type served struct{ h http.Handler }
-
-func (s served) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	s.h.ServeHTTP(rec, req)
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
-}
 
 // harness is a Transport in front of a simulated API, served in memory.
 type harness struct {
@@ -54,7 +40,7 @@ func newHarness(t *testing.T, cfg oaisim.Config, rdb redis.UniversalClient, opts
 	t.Helper()
 	h := &harness{t: t, sim: oaisim.New(cfg)}
 	if opts.Base == nil {
-		opts.Base = served{h.sim}
+		opts.Base = providertest.Served{Handler: h.sim}
 	}
 	opts.Tollgate.Trace.Decided = func(_ context.Context, d tollgate.Decision) {
 		h.mu.Lock()
@@ -82,24 +68,14 @@ func (h *harness) post(path, body string, header ...string) (*http.Response, str
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := h.tr.RoundTrip(req)
-	if err != nil {
-		return nil, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp, string(b), err
+	return providertest.Send(h.tr, req)
 }
 
 // used returns what the Transport counts in a scope's bucket: units used,
 // and the limit enforced.
 func (h *harness) used(scope, bucket string) (int64, int64) {
 	h.t.Helper()
-	u, err := h.tr.Usage(context.Background(), scope, bucket)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return u[0].Used, u[0].Limit.Units
+	return providertest.Used(h.t, h.tr, scope, bucket)
 }
 
 // simTokens sums what the simulator counted for a model's successes.
@@ -301,7 +277,7 @@ func TestUnannouncedServer(t *testing.T) {
 	sim := oaisim.New(oaisim.Config{Silent: true, Latency: 20 * time.Millisecond})
 	var mu sync.Mutex
 	inFlight, peak, early, answered := 0, 0, 0, false
-	base := served{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := providertest.Served{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		inFlight++
 		peak = max(peak, inFlight)
