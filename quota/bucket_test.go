@@ -32,6 +32,7 @@ var bucketSuite = []struct {
 	{"Usage", testBucketUsage},
 	{"Record", testBucketRecord},
 	{"FastPathAgreesWithGeneral", testBucketFastAgrees},
+	{"FastPathSameBytesAsGeneral", testBucketFastSameBytes},
 	{"MixedFastAgrees", testMixedFastAgrees},
 	{"KeyHasTTL", testBucketTTL},
 	{"Announce", testBucketAnnounce},
