@@ -33,6 +33,7 @@ var bucketSuite = []struct {
 	{"Record", testBucketRecord},
 	{"FastPathAgreesWithGeneral", testBucketFastAgrees},
 	{"FastPathSameBytesAsGeneral", testBucketFastSameBytes},
+	{"OtherFormatRefused", testBucketOtherFormatRefused},
 	{"MixedFastAgrees", testMixedFastAgrees},
 	{"KeyHasTTL", testBucketTTL},
 	{"Announce", testBucketAnnounce},

@@ -87,13 +87,17 @@ if first and string.byte(first, 1) == 114 then
       for i = 1, nb do
         if not go then break end
         local m = r[i]
-        local u, s, tail, tn, prev = 0, 0, 0, 0, 0
+        local tag, u, s, tail, tn, prev = '#3r:', 0, 0, 0, 0, 0
         if m then
-          if #m ~= BUCKET_LEN or string.sub(m, 1, 4) ~= '#3r:' then
+          if #m ~= BUCKET_LEN then
             go = false
             break
           end
-          u, s, tail, tn, prev = sunpack(BUCKET, m, 5)
+          tag, u, s, tail, tn, prev = sunpack(TAGGED, m, 1)
+        end
+        if tag ~= '#3r:' then
+          go = false
+          break
         end
         -- The debt at now, which must leave room: no hold waits (u, tail
         -- <= now).
@@ -115,7 +119,7 @@ if first and string.byte(first, 1) == 114 then
           tn = tn + need
         end
         v[i] = math.ceil(d / p)
-        v[nb + i] = '#3r:' .. spack(BUCKET, now, s, tail, tn, prev)
+        v[nb + i] = spack(TAGGED, '#3r:', now, s, tail, tn, prev)
         v[2 * nb + i] = math.floor((math.ceil(s / rate) + p) / 1000) + 1000
       end
       if go then
