@@ -62,20 +62,7 @@ func testBucketFastSameBytes(t *testing.T, b *backend) {
 		if rng.IntN(4) == 0 {
 			wait = (5 * time.Second).Microseconds()
 		}
-		var got [2]*Reservation
-		for k, s := range scopes {
-			keys, args, seq, err := l.decision(s, wait, charges, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reply, err := l.eval(ctx, scripts[k], keys, args)
-			if err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-			if got[k], err = l.reservation(s, charges, seq, reply); err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-		}
+		got := decideEach(t, l, step, scopes, scripts, wait, charges)
 		f, g := got[0], got[1]
 		if _, ok := g.reply.(string); ok {
 			t.Fatalf("step %d: a charge of buckets alone took a common decision without bucketfast.lua", step)
