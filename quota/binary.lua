@@ -7,7 +7,7 @@
 -- fields), HEAD (their length, "#3:" included), PZ (where the pause field
 -- starts), BUFFER (the most closed slices a meta holds, and how many one
 -- push takes to the log), ENTRY (an entry of the log, and a closed slice);
--- BUCKET, BUCKET_LEN, UNKNOWN, SPAN, SPAN_LEN (a bucket's).
+-- BUCKET, BUCKET_LEN, TAGGED, UNKNOWN, SPAN, SPAN_LEN (a bucket's).
 -- Needs: nothing; it comes first, or after clock.lua.
 --
 -- Only values are defined here, no functions: every script runs this part
@@ -33,6 +33,9 @@ local BUFFER = 8
 -- UNKNOWN marks its units at tail as no longer known.
 local BUCKET = '>i8i8i8i8i8'
 local BUCKET_LEN = 4 + 40
+-- The same state with its tag, read or written whole in one call (a tag
+-- cut off or joined on is one more string made).
+local TAGGED = '>c4i8i8i8i8i8'
 local UNKNOWN = 2 ^ 52
 
 -- A bucket's span (quota's prepared.go): "r", then big-endian 8-byte
@@ -48,7 +51,8 @@ local lib = rawget(_G, 'struct') -- rawget: scripts may not name missing globals
 if lib then
   spack, sunpack = lib.pack, lib.unpack
 else
-  -- The formats above only: '>' then 'i8' and 'B' items, values 0 to 2^53.
+  -- The formats above only: '>' then 'i8', 'B' and 'c4' items, values 0
+  -- to 2^53.
   spack = function(fmt, ...)
     local out, arg = {}, 1
     for f in string.gmatch(string.sub(fmt, 2), '%a%d*') do
@@ -56,6 +60,8 @@ else
       arg = arg + 1
       if f == 'B' then
         out[#out + 1] = string.char(x)
+      elseif f == 'c4' then
+        out[#out + 1] = string.sub(x, 1, 4)
       else
         local b = {}
         for k = 8, 1, -1 do
@@ -75,6 +81,10 @@ else
         if pos > #s then error('data string too short') end
         out[#out + 1] = string.byte(s, pos)
         pos = pos + 1
+      elseif f == 'c4' then
+        if pos + 3 > #s then error('data string too short') end
+        out[#out + 1] = string.sub(s, pos, pos + 3)
+        pos = pos + 4
       else
         if pos + 7 > #s then error('data string too short') end
         local x, negative = 0, string.byte(s, pos) >= 128

@@ -32,6 +32,8 @@ var bucketSuite = []struct {
 	{"Usage", testBucketUsage},
 	{"Record", testBucketRecord},
 	{"FastPathAgreesWithGeneral", testBucketFastAgrees},
+	{"FastPathSameBytesAsGeneral", testBucketFastSameBytes},
+	{"OtherFormatRefused", testBucketOtherFormatRefused},
 	{"MixedFastAgrees", testMixedFastAgrees},
 	{"KeyHasTTL", testBucketTTL},
 	{"Announce", testBucketAnnounce},

@@ -57,64 +57,77 @@ if first and string.byte(first, 1) == 114 then
       end
     end
     if all then
-      -- The states, then the pauses, named after the states' keys: each
-      -- bucket's, and the scope's.
-      local names = {}
+      -- Two tables for the whole call, each made at its full size for up
+      -- to four buckets (a table grown key by key is rehashed at each
+      -- power of two, and a table per bucket costs more than its reads;
+      -- more buckets grow them, deciding the same): v holds the keys MGET
+      -- reads (the states, then the pauses, named after the states' keys:
+      -- each bucket's, and the scope's), then, once they are read, per
+      -- bucket i its room before this call (v[i], the reply), its new
+      -- state (v[nb + i]) and that state's TTL (v[2 * nb + i]); pr holds
+      -- each bucket's period and refill, its span unpacked once.
+      local v = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+      local pr = {0, 0, 0, 0, 0, 0, 0, 0}
       local sl
       for i = 1, nb do
-        local _, _, bl, l = sunpack(SPAN, ARGV[3 * i + 3], 2)
-        sl = l
-        names[i] = KEYS[i]
-        names[nb + i] = string.sub(KEYS[i], 1, bl) .. 'pause'
+        local p, rate, bl, l = sunpack(SPAN, ARGV[3 * i + 3], 2)
+        pr[2 * i - 1], pr[2 * i], sl = p, rate, l
+        v[i] = KEYS[i]
+        v[nb + i] = string.sub(KEYS[i], 1, bl) .. 'pause'
       end
       local nread = 2 * nb + 1
-      names[nread] = string.sub(KEYS[1], 1, sl) .. 'pause'
-      local r = redis.call('MGET', unpack(names))
+      v[nread] = string.sub(KEYS[1], 1, sl) .. 'pause'
+      local r = redis.call('MGET', unpack(v, 1, nread))
       local go = now >= 1e15
       for i = nb + 1, nread do
         if r[i] then go = false end
       end
-      local st = {}
+      -- Each bucket decided and its new state made as it is read; nothing
+      -- is written until every bucket has room.
       for i = 1, nb do
         if not go then break end
         local m = r[i]
-        local x = {u = 0, s = 0, tail = 0, tn = 0, prev = 0, d = 0}
-        x.p, x.rate = sunpack(SPAN, ARGV[3 * i + 3], 2)
+        local tag, u, s, tail, tn, prev = '#3r:', 0, 0, 0, 0, 0
         if m then
-          if #m ~= BUCKET_LEN or string.sub(m, 1, 4) ~= '#3r:' then
+          if #m ~= BUCKET_LEN then
             go = false
             break
           end
-          x.u, x.s, x.tail, x.tn, x.prev = sunpack(BUCKET, m, 5)
+          tag, u, s, tail, tn, prev = sunpack(TAGGED, m, 1)
+        end
+        if tag ~= '#3r:' then
+          go = false
+          break
         end
         -- The debt at now, which must leave room: no hold waits (u, tail
         -- <= now).
-        if x.u > now or x.tail > now then
+        if u > now or tail > now then
           go = false
           break
         end
-        if x.s > 0 and (now - x.u) * x.rate < x.s then x.d = x.s - (now - x.u) * x.rate end
-        if x.d > tonumber(ARGV[3 * i + 2]) * x.p then
+        local p, rate, d = pr[2 * i - 1], pr[2 * i], 0
+        if s > 0 and (now - u) * rate < s then d = s - (now - u) * rate end
+        if d > tonumber(ARGV[3 * i + 2]) * p then
           go = false
           break
         end
-        st[i] = x
+        local need = tonumber(ARGV[3 * i + 1])
+        s = d + need * p
+        if now > tail then
+          prev, tail, tn = tail, now, need
+        elseif tn < UNKNOWN then
+          tn = tn + need
+        end
+        v[i] = math.ceil(d / p)
+        v[nb + i] = spack(TAGGED, '#3r:', now, s, tail, tn, prev)
+        v[2 * nb + i] = math.floor((math.ceil(s / rate) + p) / 1000) + 1000
       end
       if go then
-        local reply = spack('>i8', now)
         for i = 1, nb do
-          local x, need = st[i], tonumber(ARGV[3 * i + 1])
-          local s = x.d + need * x.p
-          if now > x.tail then
-            x.prev, x.tail, x.tn = x.tail, now, need
-          elseif x.tn < UNKNOWN then
-            x.tn = x.tn + need
-          end
-          local ms = math.floor((math.ceil(s / x.rate) + x.p) / 1000) + 1000
-          redis.call('SET', KEYS[i], '#3r:' .. spack(BUCKET, now, s, x.tail, x.tn, x.prev), 'PX', ms)
-          reply = reply .. spack('>i8', math.ceil(x.d / x.p))
+          redis.call('SET', KEYS[i], v[nb + i], 'PX', v[2 * nb + i])
         end
-        return reply
+        -- The reply packed at once: now, then each bucket's room.
+        return spack('>' .. string.rep('i8', nb + 1), now, unpack(v, 1, nb))
       end
     end
   end

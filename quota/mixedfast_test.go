@@ -91,20 +91,7 @@ func testMixedFastAgrees(t *testing.T, b *backend) {
 		if rng.IntN(4) == 0 {
 			wait = (2 * time.Second).Microseconds()
 		}
-		var got [2]*Reservation
-		for k, s := range scopes {
-			keys, args, seq, err := l.decision(s, wait, charges, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reply, err := l.eval(ctx, scripts[k], keys, args)
-			if err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-			if got[k], err = l.reservation(s, charges, seq, reply); err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-		}
+		got := decideEach(t, l, step, scopes, scripts, wait, charges)
 		f, g := got[0], got[1]
 		if _, ok := f.reply.(string); ok && step < 450 {
 			mixed++
@@ -160,6 +147,27 @@ func testMixedFastAgrees(t *testing.T, b *backend) {
 		t.Errorf("mixedfast.lua decided %d of the first 450 calls, want most of the %d admitted at once of the three charges it takes", mixed, now)
 	}
 	t.Logf("mixedfast.lua decided %d of the first 450 calls, %d admitted at once of the charges it takes", mixed, now)
+}
+
+// decideEach decides charges in each of scopes by its own script (the
+// arguments as Reserve sends them), and fails the test at step on error.
+func decideEach(t *testing.T, l *Limiter, step int, scopes [2]string, scripts [2]*redis.Script, wait int64, charges []Demand) [2]*Reservation {
+	t.Helper()
+	var got [2]*Reservation
+	for k, s := range scopes {
+		keys, args, seq, err := l.decision(s, wait, charges, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := l.eval(context.Background(), scripts[k], keys, args)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if got[k], err = l.reservation(s, charges, seq, reply); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	return got
 }
 
 // mixedState returns what a limit holds, as the general code reads it: a

@@ -32,9 +32,9 @@ do
       local m = redis.call('GET', key)
       local u, s, tail, tn, prev = 0, 0, 0, 0, 0
       if m then
-        if #m ~= BUCKET_LEN or string.sub(m, 1, 4) ~= '#3r:' then error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0) end
-        u, s, tail, tn, prev = sunpack(BUCKET, m, 5)
-        if u < 0 or s < 0 or tail < 0 or tn < 0 or prev < 0 then error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0) end
+        local tag = ''
+        if #m == BUCKET_LEN then tag, u, s, tail, tn, prev = sunpack(TAGGED, m, 1) end
+        if tag ~= '#3r:' or u < 0 or s < 0 or tail < 0 or tn < 0 or prev < 0 then error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0) end
       end
       local delta = tonumber(ARGV[1 + 2 * i])
       -- A full bucket holds no call's units; one that refunds as its
@@ -107,7 +107,7 @@ do
         if last <= now then
           redis.call('DEL', key)
         else
-          redis.call('SET', key, '#3r:' .. spack(BUCKET, u, s, tail, tn, prev), 'PX', math.floor((last - now + P) / 1000) + 1000)
+          redis.call('SET', key, spack(TAGGED, '#3r:', u, s, tail, tn, prev), 'PX', math.floor((last - now + P) / 1000) + 1000)
         end
         settled = settled + 1
       end
