@@ -20,6 +20,11 @@
 -- open slice's latest call and units) are: closing the open slice copies
 -- their 16 bytes, and a push copies the closed slices' bytes, with no
 -- number made a string.
+-- The numbers the caller sends as decimal strings (ARGV's units, rooms,
+-- instants, TIME's reply) are read by arithmetic, ARGV[i] + 0, in the
+-- common paths: that converts the string once, where tonumber converts it
+-- twice (it checks the string is a number, then converts it), each time a
+-- strtod.
 -- Lua without the struct library (miniredis, the embedded Redis) gets the
 -- same encoding written in Lua, for exactly these formats.
 

@@ -221,7 +221,7 @@ end
 
 local function bucket_queue_write(B, q, now)
   local ms = math.floor((B.tail - now + B.P) / 1000) + 1000
-  redis.call('SET', B.key .. ':held', spack(HELD, q[1], q[2], q[3], B.tail, B.tn), 'PX', ms)
+  redis.call('SET', B.key .. ':held', spack(HELD, q[1], q[2], q[3], B.tail, B.tn), 'PX', string.format('%d', ms))
 end
 
 -- Give back units of a call admitted at at, settled at now, as the
@@ -278,5 +278,5 @@ local function bucket_write(B, now)
     return
   end
   local ms = math.floor((last - now + B.P) / 1000) + 1000
-  redis.call('SET', B.key, '#3r:' .. spack(BUCKET, B.u, B.s, B.tail, B.tn, B.prev), 'PX', ms)
+  redis.call('SET', B.key, '#3r:' .. spack(BUCKET, B.u, B.s, B.tail, B.tn, B.prev), 'PX', string.format('%d', ms))
 end

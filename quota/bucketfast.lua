@@ -33,8 +33,8 @@ if first and string.byte(first, 1) == 114 then
       if u <= now and tail <= now then
         local d = 0
         if s > 0 and (now - u) * rate < s then d = s - (now - u) * rate end
-        if d <= tonumber(ARGV[5]) * p then
-          local need = tonumber(ARGV[4])
+        if d <= (ARGV[5] + 0) * p then
+          local need = ARGV[4] + 0
           s = d + need * p
           if now > tail then
             prev, tail, tn = tail, now, need
@@ -42,7 +42,7 @@ if first and string.byte(first, 1) == 114 then
             tn = tn + need
           end
           local ms = math.floor((math.ceil(s / rate) + p) / 1000) + 1000
-          redis.call('SET', KEYS[1], '#3r:' .. spack(BUCKET, now, s, tail, tn, prev), 'PX', ms)
+          redis.call('SET', KEYS[1], '#3r:' .. spack(BUCKET, now, s, tail, tn, prev), 'PX', string.format('%d', ms))
           return spack('>i8i8', now, math.ceil(d / p))
         end
       end
@@ -107,11 +107,11 @@ if first and string.byte(first, 1) == 114 then
         end
         local p, rate, d = pr[2 * i - 1], pr[2 * i], 0
         if s > 0 and (now - u) * rate < s then d = s - (now - u) * rate end
-        if d > tonumber(ARGV[3 * i + 2]) * p then
+        if d > (ARGV[3 * i + 2] + 0) * p then
           go = false
           break
         end
-        local need = tonumber(ARGV[3 * i + 1])
+        local need = ARGV[3 * i + 1] + 0
         s = d + need * p
         if now > tail then
           prev, tail, tn = tail, now, need
@@ -124,7 +124,7 @@ if first and string.byte(first, 1) == 114 then
       end
       if go then
         for i = 1, nb do
-          redis.call('SET', KEYS[i], v[nb + i], 'PX', v[2 * nb + i])
+          redis.call('SET', KEYS[i], v[nb + i], 'PX', string.format('%d', v[2 * nb + i]))
         end
         -- The reply packed at once: now, then each bucket's room.
         return spack('>' .. string.rep('i8', nb + 1), now, unpack(v, 1, nb))

@@ -73,6 +73,7 @@ func (l *Limiter) ReserveCapped(ctx context.Context, scope string, maxWait time.
 	if err != nil {
 		return nil, nil, err
 	}
+	keys = withoutBucketLogs(keys, demands)
 	// Lean or not as the decision alone would be: the slots' id is no
 	// bucket's span, whatever its first letter.
 	script := wrapped(leanFor(reserveScript, args), "decide", &cappedPart)

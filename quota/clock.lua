@@ -6,7 +6,7 @@
 -- Needs: nothing.
 
 local function clock(arg)
-  if arg ~= '' then return tonumber(arg) end
+  if arg ~= '' then return arg + 0 end
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return t[1] * 1000000 + t[2]
 end

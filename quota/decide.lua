@@ -17,8 +17,8 @@ local function windows(n, nread)
   local limits = {}
   for i = 1, n do
     local L = limit(KEYS[nread + i], KEYS[i], ARGV[3 * i + 3])
-    L.need = tonumber(ARGV[3 * i + 1])
-    L.units = tonumber(ARGV[3 * i + 2]) + L.need
+    L.need = ARGV[3 * i + 1] + 0
+    L.units = ARGV[3 * i + 2] + L.need
     limits[i] = L
   end
   return limits

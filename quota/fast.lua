@@ -68,7 +68,7 @@ for i = 1, n do
   end
   at, units, sum, en, nb, til, pz, _, exp, origin, slice = sunpack(META, m, 4)
   if not (now < til and now >= pz and nb < BUFFER and #m >= HEAD + 16 * nb and
-      sum <= tonumber(ARGV[3 * i + 2])) then
+      sum <= ARGV[3 * i + 2] + 0) then
     fast = false
     break
   end
@@ -83,7 +83,7 @@ if fast then
       m = read[i]
       at, units, sum, en, nb, _, _, _, exp, origin, slice = sunpack(META, m, 4)
     end
-    local add = tonumber(ARGV[3 * i + 1])
+    local add = ARGV[3 * i + 1] + 0
     local meta
     if now < en then
       -- The call falls in the open slice, which ends after it.

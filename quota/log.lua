@@ -457,7 +457,7 @@ local function save(L, now)
   end
   local meta = table.concat(parts)
   if refresh then
-    redis.call('SET', L.meta, meta, 'PX', ms)
+    redis.call('SET', L.meta, meta, 'PX', string.format('%d', ms))
     redis.call('PEXPIRE', L.log, ms)
   else
     redis.call('SET', L.meta, meta, 'KEEPTTL')

@@ -45,7 +45,7 @@ if now >= 1e15 and nl >= 2 then
   for i = 1, nl do
     local span = ARGV[3 * i + 3]
     if byte(span, 1) == 114 then -- 'r'
-      if np == 2 or #span ~= SPAN_LEN or tonumber(ARGV[3 * i + 1]) <= 0 then
+      if np == 2 or #span ~= SPAN_LEN or ARGV[3 * i + 1] + 0 <= 0 then
         -- (a call of no units leaves a bucket that was full full:
         -- bucket_write deletes its state rather than set it)
         np = -1
@@ -84,7 +84,7 @@ if now >= 1e15 and nl >= 2 then
         -- The debt at now, which must leave room; no hold waits.
         local d = 0
         if s > 0 and (now - u) * rate < s then d = s - (now - u) * rate end
-        go = u <= now and tail <= now and d <= tonumber(ARGV[3 * i + 2]) * p
+        go = u <= now and tail <= now and d <= (ARGV[3 * i + 2] + 0) * p
       else
         if not m or #m < HEAD or sub(m, 1, 3) ~= '#3:' then
           go = false
@@ -92,13 +92,13 @@ if now >= 1e15 and nl >= 2 then
         end
         local _, _, sum, _, nb, til, pz = sunpack(META, m, 4)
         go = now < til and now >= pz and nb < BUFFER and #m >= HEAD + 16 * nb and
-          sum <= tonumber(ARGV[3 * i + 2])
+          sum <= ARGV[3 * i + 2] + 0
       end
     end
     if go then
       local reply = spack('>i8', now)
       for i = 1, nl do
-        local m, span, add = r[np + i], ARGV[3 * i + 3], tonumber(ARGV[3 * i + 1])
+        local m, span, add = r[np + i], ARGV[3 * i + 3], ARGV[3 * i + 1] + 0
         if byte(span, 1) == 114 then
           -- bucket_admit at now, then bucket_write: the bucket is full
           -- again after now (add > 0), and tail is now.
@@ -114,7 +114,7 @@ if now >= 1e15 and nl >= 2 then
             tn = tn + add
           end
           local ms = math.floor((math.ceil(s / rate) + p) / 1000) + 1000
-          redis.call('SET', KEYS[i], '#3r:' .. spack(BUCKET, now, s, tail, tn, prev), 'PX', ms)
+          redis.call('SET', KEYS[i], '#3r:' .. spack(BUCKET, now, s, tail, tn, prev), 'PX', string.format('%d', ms))
           reply = reply .. spack('>i8', math.ceil(d / p))
         else
           -- fast.lua's count in a window's open slice, or a new one.

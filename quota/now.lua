@@ -11,5 +11,5 @@ if ARGV[1] == '' then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2]
 else
-  now = tonumber(ARGV[1])
+  now = ARGV[1] + 0
 end

@@ -317,7 +317,24 @@ func (l *Limiter) reserve(ctx context.Context, scope string, maxWait int64, char
 	if err != nil {
 		return nil, err
 	}
-	return l.decide(ctx, reserveScript, scope, charges, seq, keys, args)
+	return l.decide(ctx, reserveScript, scope, charges, seq, withoutBucketLogs(keys, charges), args)
+}
+
+// withoutBucketLogs returns the reserve script's keys from decision's
+// (the metas, then the logs) less the logs when every window is a token
+// bucket's, which keeps none: each key sent is a string Redis makes for
+// the script, and the common decision on buckets reads only the metas.
+// Scripts that find keys by place after the logs (fairreserve.lua) take
+// decision's keys whole.
+func withoutBucketLogs(keys []string, charges []Demand) []string {
+	for _, c := range charges {
+		for _, lim := range c.Limits {
+			if !lim.refilling() {
+				return keys
+			}
+		}
+	}
+	return keys[:len(keys)/2]
 }
 
 // decide runs a reserve script (reserveScript, fairScript) on keys and
@@ -377,7 +394,8 @@ func (l *Limiter) decision(scope string, maxWait int64, charges []Demand, named 
 	d := decision{seq: l.seq.Add(1)}
 
 	// KEYS: the meta per window, (named:) the pause of each bucket and
-	// the scope's pause, then the log per window. ARGV: clock, maxwait,
+	// the scope's pause, then the log per window (withoutBucketLogs
+	// drops them for the reserve script). ARGV: clock, maxwait,
 	// id or where the charges start, then per window: units, room (the
 	// limit less units), span.
 	d.keys = make([]string, 0, 2*n+len(charges)+1)

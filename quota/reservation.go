@@ -195,17 +195,26 @@ func (r *Reservation) settleFreeing(ctx context.Context, settle *redis.Script, u
 		return nil
 	}
 	now, clockArg := r.lim.clockArg()
-	var keys []string
+	// KEYS: the metas, then the logs (settle.lua's); none when every
+	// window is a token bucket's, which keeps no log: each key sent is a
+	// string Redis makes for the script.
+	var keys, logs []string
 	args := []any{clockArg, r.at}
+	buckets := true
 	for i, c := range r.charges {
 		if deltas[i] == 0 {
 			continue
 		}
 		for _, lim := range c.Limits {
 			w := r.lim.window(r.scope, c.Bucket, lim)
-			keys = append(keys, w.meta, w.log)
+			keys = append(keys, w.meta)
+			logs = append(logs, w.log)
 			args = append(args, deltas[i], r.lim.span(w, lim, &now))
+			buckets = buckets && lim.refilling()
 		}
+	}
+	if !buckets {
+		keys = append(keys, logs...)
 	}
 	script, keys, args := r.fairUndo(settle, keys, args, &now, func(j int) int64 { return deltas[j] })
 	if err := r.lim.runFreeing(ctx, script, keys, args, slots); err != nil {

@@ -6,7 +6,8 @@
 -- metas and the pauses), which took the common case; log.lua; decide.lua.
 --
 -- KEYS: meta_1, ..., meta_n, log_1, ..., log_n (the pauses are named after
---       the metas: see fast.lua)
+--       the metas: see fast.lua); no logs when every limit is a token
+--       bucket's, which keeps none (the Limiter's withoutBucketLogs)
 -- ARGV: clock    µs from the caller, or '' for the server's TIME
 --       maxwait  how far in µs the admission instant may lie after now:
 --                0 for an immediate decision
@@ -33,7 +34,7 @@
 -- read (every meta) and one SET per limit, as a GCRA
 -- decision does, and an RPUSH when the call opens a new slice.
 
-local maxwait = tonumber(ARGV[2])
+local maxwait = ARGV[2] + 0
 local limits = windows(n, n)
 local t0, by = prepare(limits, read, nread, now, names)
 if not t0 then return by end

@@ -9,8 +9,9 @@
 --
 -- Needs: clock.lua, log.lua.
 --
--- KEYS: meta_1, log_1, ..., meta_n, log_n (the settled buckets' windows:
---       one round trip settles every bucket of a call)
+-- KEYS: meta_1, ..., meta_n, then log_1, ..., log_n (the settled
+--       buckets' windows: one round trip settles every bucket of a call);
+--       no logs when every window is a token bucket's, which keeps none
 -- ARGV: clock, the call's instant (µs), then per window: the difference
 --       (true units less those counted in its bucket) and span (see
 --       limit() in log.lua)
@@ -19,8 +20,9 @@
 local now = clock(ARGV[1])
 local at = tonumber(ARGV[2])
 local settled = 0
-for i = 1, (#ARGV - 2) / 2 do
-  local L = limit(KEYS[2 * i], KEYS[2 * i - 1], ARGV[2 + 2 * i])
+local n = (#ARGV - 2) / 2
+for i = 1, n do
+  local L = limit(KEYS[n + i], KEYS[i], ARGV[2 + 2 * i])
   load(L, redis.call('GET', L.meta))
   local where = find(L, at)
   if where then

@@ -24,10 +24,10 @@ do
   end
   if all then
     local now = clock(ARGV[1])
-    local at = tonumber(ARGV[2])
+    local at = ARGV[2] + 0
     local settled = 0
     for i = 1, n do
-      local key = KEYS[2 * i - 1]
+      local key = KEYS[i]
       local P, R, _, _, refunds = sunpack(SPAN, ARGV[2 + 2 * i], 2)
       local m = redis.call('GET', key)
       local u, s, tail, tn, prev = 0, 0, 0, 0, 0
@@ -36,7 +36,7 @@ do
         if #m == BUCKET_LEN then tag, u, s, tail, tn, prev = sunpack(TAGGED, m, 1) end
         if tag ~= '#3r:' or u < 0 or s < 0 or tail < 0 or tn < 0 or prev < 0 then error('FORMAT tollgate: ' .. key .. ' holds a token bucket of a Redis format this tollgate cannot read', 0) end
       end
-      local delta = tonumber(ARGV[1 + 2 * i])
+      local delta = ARGV[1 + 2 * i] + 0
       -- A full bucket holds no call's units; one that refunds as its
       -- upstream counts an extra charge all the same (bucketlog.lua's
       -- find()).
@@ -107,7 +107,7 @@ do
         if last <= now then
           redis.call('DEL', key)
         else
-          redis.call('SET', key, spack(TAGGED, '#3r:', u, s, tail, tn, prev), 'PX', math.floor((last - now + P) / 1000) + 1000)
+          redis.call('SET', key, spack(TAGGED, '#3r:', u, s, tail, tn, prev), 'PX', string.format('%d', math.floor((last - now + P) / 1000) + 1000))
         end
         settled = settled + 1
       end

@@ -40,7 +40,7 @@ do
     local settled = 0
     for i = 1, n do
       repeat -- a block to leave (break) at the first reason to fall through
-        local key, log, span = KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 + 2 * i]
+        local key, log, span = KEYS[i], KEYS[n + i], ARGV[2 + 2 * i]
         local window = tonumber(span) -- nil: a calendar's midnights
         if window == 0 then lean = false break end
         local m = redis.call('GET', key)
@@ -72,7 +72,7 @@ do
           tail = head
         end
         if not now then
-          now, at = clock(ARGV[1]), tonumber(ARGV[2])
+          now, at = clock(ARGV[1]), ARGV[2] + 0
         end
         -- The slice of the call's instant (find()), and for a calendar the
         -- ends of the days of the tail and the oldest entry (save()), as
@@ -131,7 +131,7 @@ do
         if not found or ts >= s + length then lean = false break end
         -- change(): an open slice emptied makes the log's newest entry
         -- the tail again, which is left to log.lua.
-        local delta = tonumber(ARGV[1 + 2 * i])
+        local delta = ARGV[1 + 2 * i] + 0
         if found == 0 then
           if delta < -ou then delta = -ou end
           ou = ou + delta
@@ -199,7 +199,7 @@ do
               redis.call('ZADD', reg, string.format('%d', exp), key)
               if redis.call('PTTL', reg) < ms then redis.call('PEXPIRE', reg, ms) end
             end
-            redis.call('SET', key, meta, 'PX', ms)
+            redis.call('SET', key, meta, 'PX', string.format('%d', ms))
             redis.call('PEXPIRE', log, ms)
           else
             redis.call('SET', key, meta, 'KEEPTTL')
