@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tollgate/tollgate/providers/anthropic"
+	"github.com/tollgate/tollgate/providers/gemini"
+	"github.com/tollgate/tollgate/providers/openai"
+	"github.com/tollgate/tollgate/providers/shopify"
 )
 
 // The bodies a provider reads whole to count (OpenAI, Anthropic, Gemini)
@@ -104,6 +110,52 @@ func modelOf(body []byte) string {
 		return ""
 	}
 	return v.Model
+}
+
+// bodyOptions are the options of the providers that read a body whole to
+// count it: how large it may be, and the models served.
+type bodyOptions struct {
+	MaxBody int64    `json:"max_body"`
+	Models  []string `json:"models"`
+}
+
+// bodies returns an upstream's max_body (0 for a provider that counts no
+// body) and the models it serves.
+func bodies(u *Upstream) (int64, *models, error) {
+	var def int64
+	switch u.Provider {
+	case "openai":
+		def = openai.DefaultMaxBody
+	case "anthropic":
+		def = anthropic.DefaultMaxBody
+	case "gemini":
+		def = gemini.DefaultMaxBody
+	case "shopify":
+		def = shopify.DefaultMaxBody
+	default:
+		return 0, nil, nil
+	}
+	var o bodyOptions
+	if len(bytes.TrimSpace(u.Options)) > 0 {
+		// The provider's own decoding refuses unknown options.
+		if err := json.Unmarshal(u.Options, &o); err != nil {
+			return 0, nil, fmt.Errorf("options: %s", oneLine(err.Error()))
+		}
+	}
+	m := &models{}
+	if o.Models != nil {
+		m.listed = []string{}
+		for _, name := range o.Models {
+			if strings.TrimSpace(name) == "" {
+				return 0, nil, errors.New("option models has an empty name")
+			}
+			m.listed = append(m.listed, name)
+		}
+	}
+	if o.MaxBody > 0 {
+		def = o.MaxBody
+	}
+	return def, m, nil
 }
 
 // budget bounds the bytes of request bodies buffered at once, for the

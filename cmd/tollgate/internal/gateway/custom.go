@@ -3,7 +3,11 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate"
 	"github.com/tollgate/tollgate/costs"
@@ -78,4 +82,58 @@ func loadCosts(path string) (*costs.Table, error) {
 		return nil, errors.New(oneLine(err.Error()))
 	}
 	return t, nil
+}
+
+// customOptions are the custom provider's options.
+type customOptions struct {
+	// KeyHeader is the header the key is sent in; empty means
+	// "Authorization: Bearer KEY".
+	KeyHeader string `json:"key_header"`
+}
+
+func buildCustom(u *Upstream, rdb redis.UniversalClient, base http.RoundTripper, cfg tollgate.Config) (roundTripCloser, error) {
+	var o customOptions
+	if err := decodeOptions(u.Options, &o); err != nil {
+		return nil, err
+	}
+	if o.KeyHeader != "" && http.CanonicalHeaderKey(o.KeyHeader) != "Authorization" && !validHeaderName(o.KeyHeader) {
+		return nil, fmt.Errorf("option key_header %q is not a header name", o.KeyHeader)
+	}
+	table, err := loadCosts(u.Costs)
+	if err != nil {
+		return nil, err
+	}
+	if len(u.Buckets) == 0 {
+		return nil, errors.New("the custom provider needs \"buckets\": the limits of every bucket its cost table charges")
+	}
+	shares, pace, err := u.fairness()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Costs, cfg.Base, cfg.Buckets = table, base, map[string]tollgate.Bucket{}
+	for name, b := range u.Buckets {
+		bucket, err := b.limitsOf(name)
+		if err != nil {
+			return nil, err
+		}
+		bucket.Shares, bucket.Pace = shares, pace
+		cfg.Buckets[name] = bucket
+	}
+	if cfg.Limiter, err = quota.New(rdb); err != nil {
+		return nil, err
+	}
+	return tollgate.New(cfg)
+}
+
+// validHeaderName reports whether s is a token, as a header's name must be.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
 }
