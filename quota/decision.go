@@ -29,10 +29,10 @@ func (l *Limiter) checkCharges(scope string, charges []Demand) (int, error) {
 	return n, nil
 }
 
-// withoutBucketLogs returns the reserve script's keys from decision's
-// (the metas, then the logs) less the logs when every window is a token
-// bucket's, which keeps none: each key sent is a string Redis makes for
-// the script, and the common decision on buckets reads only the metas.
+// withoutBucketLogs returns the keys of the reserve or settle script (the
+// metas, then the logs) less the logs when every window of charges is a
+// token bucket's, which keeps none: each key sent is a string Redis makes
+// for the script, and the common paths on buckets read only the metas.
 // Scripts that find keys by place after the logs (fairreserve.lua) take
 // decision's keys whole.
 func withoutBucketLogs(keys []string, charges []Demand) []string {

@@ -195,27 +195,30 @@ func (r *Reservation) settleFreeing(ctx context.Context, settle *redis.Script, u
 		return nil
 	}
 	now, clockArg := r.lim.clockArg()
-	// KEYS: the metas, then the logs (settle.lua's); none when every
-	// window is a token bucket's, which keeps no log: each key sent is a
-	// string Redis makes for the script.
-	var keys, logs []string
-	args := []any{clockArg, r.at}
-	buckets := true
+	// KEYS: the metas, then the logs (settle.lua's), the logs left out
+	// when every window is a token bucket's (withoutBucketLogs).
+	n := 0
+	for i, c := range r.charges {
+		if deltas[i] != 0 {
+			n += len(c.Limits)
+		}
+	}
+	keys := make([]string, 2*n)
+	args := make([]any, 0, 2+2*n)
+	args = append(args, clockArg, r.at)
+	j := 0
 	for i, c := range r.charges {
 		if deltas[i] == 0 {
 			continue
 		}
 		for _, lim := range c.Limits {
 			w := r.lim.window(r.scope, c.Bucket, lim)
-			keys = append(keys, w.meta)
-			logs = append(logs, w.log)
+			keys[j], keys[n+j] = w.meta, w.log
+			j++
 			args = append(args, deltas[i], r.lim.span(w, lim, &now))
-			buckets = buckets && lim.refilling()
 		}
 	}
-	if !buckets {
-		keys = append(keys, logs...)
-	}
+	keys = withoutBucketLogs(keys, r.charges)
 	script, keys, args := r.fairUndo(settle, keys, args, &now, func(j int) int64 { return deltas[j] })
 	if err := r.lim.runFreeing(ctx, script, keys, args, slots); err != nil {
 		return redisError(ctx, "settle", err) // nothing was written: the entries keep their units
